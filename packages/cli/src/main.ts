@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+// openplane: start | migrate | rpcs
+import { Service } from '@openplane/proto'
+import { implementedMethods } from '@openplane/server'
+import { logger } from '@openplane/telemetry'
+import { ConfigError, readConfig } from './config.ts'
+import { openDatabase } from './database.ts'
+import { start } from './start.ts'
+
+const USAGE = `usage: openplane <command>
+  start     run the rpc server and the firehose indexer (configuration from env, see README)
+  migrate   create or adopt the schema and apply migrations, then exit
+  rpcs      print which bsky.Service rpcs are implemented`
+
+async function main(argv: string[]): Promise<number> {
+  const cmd = argv[0] ?? 'start'
+  if (cmd === 'rpcs') return printRpcs(argv.includes('--missing'))
+  if (cmd === 'help' || cmd === '--help') {
+    console.log(USAGE)
+    return 0
+  }
+  let config
+  try {
+    config = readConfig()
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    console.error(`configuration error: ${err.message}`)
+    return 2
+  }
+  if (cmd === 'migrate') {
+    const db = await openDatabase(config)
+    await db.close()
+    logger.info({ schema: config.schema }, 'schema is current')
+    return 0
+  }
+  if (cmd === 'start') {
+    const running = await start(config)
+    const stop = async (signal: string) => {
+      logger.info({ signal }, 'stopping')
+      await running.stop()
+      process.exit(0)
+    }
+    process.once('SIGTERM', () => void stop('SIGTERM'))
+    process.once('SIGINT', () => void stop('SIGINT'))
+    return -1
+  }
+  console.error(USAGE)
+  return 2
+}
+
+function printRpcs(missingOnly: boolean): number {
+  const implemented = new Set(implementedMethods())
+  const all = Object.entries(Service.methods)
+  for (const [local, m] of all) {
+    const ok = implemented.has(local)
+    if (!missingOnly || !ok) console.log(`${ok ? 'implemented  ' : 'unimplemented'}  ${m.name}`)
+  }
+  console.log(`${implemented.size}/${all.length} rpcs implemented`)
+  return 0
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code)
+  },
+  (err: unknown) => {
+    logger.fatal({ err }, 'fatal')
+    console.error(err)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,12 @@
+// @openplane/db: Postgres in exactly the stock dataplane's schema, over pg or embedded PGlite.
+export type { Db } from './db.ts'
+export { createPgDb, type PgDbOptions } from './pg.ts'
+export { createPgliteDb, type PgliteDbOptions } from './pglite.ts'
+export {
+  migrateToLatest,
+  MIGRATION_LOCK_TABLE,
+  MIGRATION_TABLE,
+  PINNED_STOCK_MIGRATION,
+  type MigrateResult,
+} from './migrate.ts'
+export type * from './schema.ts'

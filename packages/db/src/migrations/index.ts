@@ -1,0 +1,18 @@
+// Our migrations, in name order. Forward-only: there is no down to a schema the stock would not
+// recognise, and adopting a stock database must never drop anything.
+import type { Migration, MigrationProvider } from 'kysely'
+import * as stockSchema from './0001-stock-schema.ts'
+import * as openplaneTables from './0002-openplane-tables.ts'
+
+/** Creates the stock's schema; recorded without running when adopting a stock database. */
+export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
+
+const skipped: Migration = { up: async () => {} }
+
+export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvider {
+  const migrations: Record<string, Migration> = {
+    [STOCK_SCHEMA_MIGRATION]: opts.adoptStock ? skipped : stockSchema,
+    '0002-openplane-tables': openplaneTables,
+  }
+  return { getMigrations: async () => migrations }
+}

@@ -1,0 +1,39 @@
+// A Db over a pg Pool.
+import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
+import pg from 'pg'
+import { assertSchemaName, parseInt8, searchPathSql, type Db } from './db.ts'
+import type { DatabaseSchema } from './schema.ts'
+
+export interface PgDbOptions {
+  url: string
+  schema: string
+  poolSize?: number
+  /** Errors of idle pooled clients (e.g. a server restart); pg would crash the process otherwise. */
+  onPoolError?: (err: Error) => void
+}
+
+// Scoped to our pool, unlike the stock's global pg.types.setTypeParser.
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === pg.types.builtins.INT8
+      ? parseInt8
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+}
+
+export function createPgDb(opts: PgDbOptions): Db {
+  const { schema } = opts
+  assertSchemaName(schema)
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, types })
+  pool.on('error', opts.onPoolError ?? ((err) => console.error('postgres pool error', err)))
+  const db = new Kysely<DatabaseSchema>({
+    dialect: new PostgresDialect({
+      pool,
+      // Awaited before the connection's first query, so nothing runs on a default search_path.
+      onCreateConnection: async (conn) => {
+        await conn.executeQuery(CompiledQuery.raw(searchPathSql(schema)))
+      },
+    }),
+  })
+  let closing: Promise<void> | undefined
+  return { db, schema, close: () => (closing ??= db.destroy()) }
+}

@@ -1,0 +1,102 @@
+// DID and handle resolution: PLC / did:web for documents, DNS then HTTPS well-known for handles,
+// both cached. A handle counts only if it resolves back to the DID (bidirectional check).
+import http from 'node:http'
+import { IdResolver, MemoryCache, getDid, getHandle, type DidDocument } from '@atproto/identity'
+
+export interface IdentityOptions {
+  plcUrl: string
+  /** Resolve handles ending in one of these suffixes via this PDS's /.well-known/atproto-did. */
+  testHandles?: { suffixes: string[]; pdsUrl: string }
+  /** Allow resolving against private addresses (local PLC/PDS); off in production. */
+  allowPrivateNetwork?: boolean
+  timeoutMs?: number
+  didStaleMs?: number
+  didMaxMs?: number
+  handleTtlMs?: number
+}
+
+export interface ResolvedIdentity {
+  did: string
+  /** The verified handle, lower-cased; `handle.invalid` when the document's claim does not verify. */
+  handle: string
+  doc: DidDocument
+}
+
+export interface Identity {
+  /** The underlying resolver (commit signature checks need it). */
+  idResolver: IdResolver
+  resolveDidDoc(did: string, force?: boolean): Promise<DidDocument | null>
+  resolveHandle(handle: string, force?: boolean): Promise<string | undefined>
+  /** The document plus its handle checked both ways. */
+  resolveDid(did: string, force?: boolean): Promise<ResolvedIdentity | null>
+}
+
+export type { DidDocument }
+
+const INVALID = 'handle.invalid'
+
+export function createIdentity(opts: IdentityOptions): Identity {
+  const resolver = new IdResolver({
+    plcUrl: opts.plcUrl,
+    timeout: opts.timeoutMs ?? 3000,
+    didCache: new MemoryCache(opts.didStaleMs ?? 60 * 60_000, opts.didMaxMs ?? 24 * 60 * 60_000),
+    ...(opts.allowPrivateNetwork ? { fetch: globalThis.fetch } : {}),
+  })
+  const handleTtl = opts.handleTtlMs ?? 10 * 60_000
+  const handles = new Map<string, { did: string | undefined; at: number }>()
+
+  const resolveHandleUncached = async (handle: string): Promise<string | undefined> => {
+    const test = opts.testHandles
+    if (test && test.suffixes.some((s) => handle.endsWith(s))) {
+      return wellKnownViaHost(test.pdsUrl, handle, opts.timeoutMs ?? 3000)
+    }
+    return resolver.handle.resolve(handle)
+  }
+
+  const resolveHandle = async (raw: string, force = false) => {
+    const handle = raw.toLowerCase()
+    const hit = handles.get(handle)
+    if (!force && hit && Date.now() - hit.at < handleTtl) return hit.did
+    const did = await resolveHandleUncached(handle)
+    if (handles.size > 100_000) handles.clear()
+    handles.set(handle, { did, at: Date.now() })
+    return did
+  }
+
+  const resolveDidDoc = (did: string, force = false) => resolver.did.resolve(did, force)
+
+  return {
+    idResolver: resolver,
+    resolveDidDoc,
+    resolveHandle,
+    async resolveDid(did, force = false) {
+      const doc = await resolveDidDoc(did, force)
+      if (!doc || getDid(doc) !== did) return null
+      const claimed = getHandle(doc)?.toLowerCase()
+      let handle = INVALID
+      if (claimed) {
+        const back = await resolveHandle(claimed, force).catch(() => undefined)
+        if (back === did) handle = claimed
+      }
+      return { did, handle, doc }
+    },
+  }
+}
+
+// Test networks serve every handle from one PDS, selected by the Host header, as dev-env does.
+function wellKnownViaHost(pdsUrl: string, handle: string, timeoutMs: number) {
+  const url = new URL('/.well-known/atproto-did', pdsUrl)
+  return new Promise<string | undefined>((resolve) => {
+    const req = http.get(url, { headers: { host: handle }, timeout: timeoutMs }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (d: string) => (body += d))
+      res.on('end', () => {
+        const did = body.trim()
+        resolve(res.statusCode === 200 && did.startsWith('did:') ? did : undefined)
+      })
+    })
+    req.on('timeout', () => req.destroy())
+    req.on('error', () => resolve(undefined))
+  })
+}

@@ -1,0 +1,7 @@
+export {
+  createIdentity,
+  type DidDocument,
+  type Identity,
+  type IdentityOptions,
+  type ResolvedIdentity,
+} from './identity.ts'

@@ -1,0 +1,27 @@
+// The writer's network lookups, backed by the identity resolver.
+import { getPds } from '@atproto/identity'
+import type { Identity } from '@openplane/identity'
+import type { WriterDeps } from './writer.ts'
+
+export function writerDeps(identity: Identity, timeoutMs = 5000): WriterDeps {
+  return {
+    async resolveHandle(did, force) {
+      const id = await identity.resolveDid(did, force)
+      if (!id) return undefined
+      return id.handle === 'handle.invalid' ? null : id.handle
+    },
+    // An account event says "deleted"; believe it only when its PDS no longer has the repo.
+    async isHosted(did) {
+      const doc = await identity.resolveDidDoc(did, true)
+      const pds = doc ? getPds(doc) : undefined
+      if (!pds) return false
+      const url = new URL('/xrpc/com.atproto.sync.getLatestCommit', pds)
+      url.searchParams.set('did', did)
+      const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) })
+      if (res.ok) return true
+      const body = (await res.json().catch(() => ({}))) as { error?: string }
+      if (body.error === 'RepoNotFound') return false
+      throw new Error(`getLatestCommit for ${did} answered ${res.status} ${body.error ?? ''}`)
+    },
+  }
+}

@@ -1,0 +1,133 @@
+// Applies plugin effects inside the batch transaction. Counter deltas are summed over the batch
+// and written once per key at the end, so a hot post liked 500 times in a batch is one upsert.
+import { sql, type Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import type { Counter, Effects, NotificationRow, RowWrite } from '@openplane/plugins'
+
+type Db = Kysely<DatabaseSchema>
+
+export class CounterBuffer {
+  private deltas = new Map<string, Counter>()
+
+  add(counters: Counter[] | undefined): void {
+    for (const c of counters ?? []) {
+      const id = `${c.table}\u0000${c.column}\u0000${c.key}`
+      const prev = this.deltas.get(id)
+      this.deltas.set(id, prev ? ({ ...prev, delta: prev.delta + c.delta } as Counter) : { ...c })
+    }
+  }
+
+  /** Writes every summed delta. Zero sums still create the row, as the stock's recount would. */
+  async flush(db: Db): Promise<void> {
+    const groups = new Map<string, Counter[]>()
+    for (const c of this.deltas.values()) {
+      const g = `${c.table}.${c.column}`
+      groups.set(g, [...(groups.get(g) ?? []), c])
+    }
+    this.deltas.clear()
+    for (const list of groups.values()) {
+      const { table, column } = list[0]!
+      const keyCol = table === 'post_agg' ? 'uri' : 'did'
+      const col = sql.ref(column)
+      const rows = sql.join(list.map((c) => sql`(${c.key}, ${c.delta}::bigint)`))
+      await sql`
+        insert into ${sql.table(table)} (${sql.ref(keyCol)}, ${col}) values ${rows}
+        on conflict (${sql.ref(keyCol)})
+        do update set ${col} = ${sql.table(table)}.${col} + excluded.${col}
+      `.execute(db)
+    }
+  }
+}
+
+export async function applyRows(db: Db, rows: RowWrite[] | undefined): Promise<void> {
+  for (const row of rows ?? []) {
+    if (row.kind === 'insert') {
+      const q = db.insertInto(row.table).values(row.values as never)
+      const oc = row.onConflict
+      await (
+        oc
+          ? q.onConflict((b) =>
+              b.columns(oc.columns as never).doUpdateSet(
+                Object.fromEntries(oc.update.map((c) => [c, sql.ref(`excluded.${c}`)])) as never,
+              ),
+            )
+          : q.onConflict((b) => b.doNothing())
+      ).execute()
+    } else if (row.kind === 'delete') {
+      let q = db.deleteFrom(row.table)
+      for (const [k, v] of Object.entries(row.where)) q = q.where(k as never, '=', v as never)
+      await q.execute()
+    } else {
+      let q = db.updateTable(row.table).set(row.set as never)
+      for (const [k, v] of Object.entries(row.where)) q = q.where(k as never, '=', v as never)
+      await q.execute()
+    }
+  }
+}
+
+/** Removes notifications caused by the given records, then adds the new ones. */
+export async function applyNotifications(
+  db: Db,
+  deleteFor: string[] | undefined,
+  notifications: NotificationRow[] | undefined,
+): Promise<void> {
+  if (deleteFor?.length) {
+    await db.deleteFrom('notification').where('recordUri', 'in', deleteFor).execute()
+  }
+  if (!notifications?.length) return
+  const kept = await withoutThreadMutes(db, notifications)
+  if (kept.length) await db.insertInto('notification').values(kept).execute()
+}
+
+// A recipient who muted a thread gets no notifications about posts in it (the stock's rule).
+async function withoutThreadMutes(db: Db, notifs: NotificationRow[]): Promise<NotificationRow[]> {
+  const subjects = [
+    ...new Set(
+      notifs.map((n) => n.reasonSubject).filter((s): s is string => !!s && !s.startsWith('did:')),
+    ),
+  ]
+  if (!subjects.length) return notifs
+  const posts = await db
+    .selectFrom('post')
+    .select(['uri', 'replyRoot'])
+    .where('uri', 'in', subjects)
+    .execute()
+  const rootOf = new Map(posts.map((p) => [p.uri, p.replyRoot ?? p.uri]))
+  const pairs = notifs
+    .map((n) => (n.reasonSubject ? rootOf.get(n.reasonSubject) : undefined))
+    .filter((r): r is string => !!r)
+  if (!pairs.length) return notifs
+  const mutes = await db
+    .selectFrom('thread_mute')
+    .select(['rootUri', 'mutedByDid'])
+    .where('rootUri', 'in', [...new Set(pairs)])
+    .where(
+      'mutedByDid',
+      'in',
+      notifs.map((n) => n.did),
+    )
+    .execute()
+  if (!mutes.length) return notifs
+  const muted = new Set(mutes.map((m) => `${m.rootUri} ${m.mutedByDid}`))
+  return notifs.filter((n) => {
+    const root = n.reasonSubject ? rootOf.get(n.reasonSubject) : undefined
+    return !root || !muted.has(`${root} ${n.did}`)
+  })
+}
+
+export function mergeEffects(...all: (Effects | undefined)[]): Effects {
+  const out: Required<Effects> = {
+    rows: [],
+    counters: [],
+    notifications: [],
+    deleteNotificationsFor: [],
+  }
+  for (const e of all) {
+    if (!e) continue
+    out.rows.push(...(e.rows ?? []))
+    out.counters.push(...(e.counters ?? []))
+    out.notifications.push(...(e.notifications ?? []))
+    out.deleteNotificationsFor.push(...(e.deleteNotificationsFor ?? []))
+  }
+  return out
+}

@@ -1,0 +1,27 @@
+// What the indexer consumes: one entry per firehose message, already parsed and checked.
+// Ops of one commit stay together so a batch boundary never splits a commit.
+
+export interface CommitOp {
+  action: 'create' | 'update' | 'delete'
+  collection: string
+  rkey: string
+  /** The record's CID (create/update). */
+  cid?: string
+  /** The decoded record (create/update). */
+  record?: unknown
+}
+
+interface Base {
+  seq: number
+  /** Event time from the firehose; the stock stamps `indexedAt` with it. */
+  time: string
+  did: string
+}
+
+export type IngestEvent =
+  | (Base & { type: 'commit'; commit: string; rev: string; ops: CommitOp[] })
+  | (Base & { type: 'sync'; commit: string; rev: string })
+  | (Base & { type: 'identity' })
+  | (Base & { type: 'account'; active: boolean; status?: string })
+  /** A frame with nothing to apply; it only moves the cursor. */
+  | { type: 'skip'; seq: number; time: string; did: '' }

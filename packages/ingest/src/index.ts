@@ -1,0 +1,5 @@
+export type { CommitOp, IngestEvent } from './events.ts'
+export { decodeFrame, type FrameResult } from './frames.ts'
+export { Indexer, type IndexerOptions, type IndexerState } from './indexer.ts'
+export { Writer, type WriterDeps } from './writer.ts'
+export { writerDeps } from './deps.ts'

@@ -1,0 +1,163 @@
+// Create / update / delete of one record, with the stock's semantics: every valid record gets a
+// `record` row; the plugin's primary row is inserted unless a uniqueness rule makes it a duplicate
+// (tracked in `duplicate_record` and promoted when the original goes); updates replace the index.
+// Effects of a row count only when the row really changed, so counter deltas stay exact.
+import type { Kysely, Selectable } from 'kysely'
+import { lexParse, lexStringify } from '@atproto/lex-json'
+
+type LexValue = Parameters<typeof lexStringify>[0]
+import type { DatabaseSchema } from '@openplane/db'
+import type { Effects, RecordPlugin, RecordRef, TableName, Tables } from '@openplane/plugins'
+import { applyNotifications, applyRows, type CounterBuffer } from './effects.ts'
+
+type Db = Kysely<DatabaseSchema>
+type AnyPlugin = RecordPlugin<unknown, TableName>
+type Row = Selectable<Tables[TableName]>
+
+export interface RecordContext {
+  db: Db
+  counters: CounterBuffer
+}
+
+async function apply(ctx: RecordContext, effects: Effects, notify = true): Promise<void> {
+  await applyRows(ctx.db, effects.rows)
+  ctx.counters.add(effects.counters)
+  if (notify) await applyNotifications(ctx.db, effects.deleteNotificationsFor, effects.notifications)
+}
+
+async function insertPrimary(ctx: RecordContext, plugin: AnyPlugin, ref: RecordRef, rec: unknown) {
+  const values = await plugin.toRow(ctx.db, ref, rec)
+  const inserted = await ctx.db
+    .insertInto(plugin.table!)
+    .values(values as never)
+    .onConflict((oc) => oc.doNothing())
+    .returningAll()
+    .executeTakeFirst()
+  return (inserted as Row | undefined) ?? null
+}
+
+async function deletePrimary(ctx: RecordContext, plugin: AnyPlugin, uri: string) {
+  const deleted = await ctx.db
+    .deleteFrom(plugin.table!)
+    .where('uri' as never, '=', uri as never)
+    .returningAll()
+    .executeTakeFirst()
+  return (deleted as Row | undefined) ?? null
+}
+
+export async function createRecord(
+  ctx: RecordContext,
+  plugin: AnyPlugin,
+  ref: RecordRef,
+  rec: unknown,
+): Promise<void> {
+  await ctx.db
+    .insertInto('record')
+    .values({
+      uri: ref.uri,
+      cid: ref.cid,
+      did: ref.did,
+      json: lexStringify(rec as LexValue),
+      indexedAt: ref.indexedAt,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute()
+  if (!plugin.table) return
+  const inserted = await insertPrimary(ctx, plugin, ref, rec)
+  if (inserted) {
+    await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref))
+    return
+  }
+  const dup = await plugin.findDuplicate?.(ctx.db, ref, rec)
+  if (dup && dup !== ref.uri) {
+    await ctx.db
+      .insertInto('duplicate_record')
+      .values({ uri: ref.uri, cid: ref.cid, duplicateOf: dup, indexedAt: ref.indexedAt })
+      .onConflict((oc) => oc.doNothing())
+      .execute()
+  }
+}
+
+export async function updateRecord(
+  ctx: RecordContext,
+  plugin: AnyPlugin,
+  ref: RecordRef,
+  rec: unknown,
+): Promise<void> {
+  await ctx.db
+    .updateTable('record')
+    .where('uri', '=', ref.uri)
+    .set({ cid: ref.cid, json: lexStringify(rec as LexValue), indexedAt: ref.indexedAt })
+    .execute()
+  if (!plugin.table) return
+  const dup = await plugin.findDuplicate?.(ctx.db, ref, rec)
+  if (dup) {
+    await ctx.db
+      .updateTable('duplicate_record')
+      .where('uri', '=', ref.uri)
+      .set({ cid: ref.cid, duplicateOf: dup, indexedAt: ref.indexedAt })
+      .execute()
+  } else {
+    await ctx.db.deleteFrom('duplicate_record').where('uri', '=', ref.uri).execute()
+  }
+  const deleted = await deletePrimary(ctx, plugin, ref.uri)
+  // An update of a record we never indexed is a plain create.
+  if (!deleted) return createRecord(ctx, plugin, ref, rec)
+  const inserted = await insertPrimary(ctx, plugin, ref, rec)
+  if (!inserted) throw new Error(`update of ${ref.uri} removed the row but could not replace it`)
+  // An update notifies as "delete replaced by": the insert side adds rows and counts only.
+  await apply(ctx, await plugin.onDelete(ctx.db, deleted, inserted))
+  await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref), false)
+}
+
+export async function deleteRecord(
+  ctx: RecordContext,
+  plugin: AnyPlugin,
+  uri: string,
+  parse: (collection: string, record: unknown) => unknown,
+): Promise<void> {
+  await ctx.db.deleteFrom('record').where('uri', '=', uri).execute()
+  await ctx.db.deleteFrom('duplicate_record').where('uri', '=', uri).execute()
+  if (!plugin.table) return
+  const deleted = await deletePrimary(ctx, plugin, uri)
+  if (!deleted) return
+  let promoted: Row | null = null
+  let promotedRef: RecordRef | undefined
+  if (plugin.promoteDuplicateOnDelete !== false) {
+    const found = await ctx.db
+      .selectFrom('duplicate_record')
+      .innerJoin('record', 'record.uri', 'duplicate_record.uri')
+      .where('duplicateOf', '=', uri)
+      .orderBy('duplicate_record.indexedAt', 'asc')
+      .limit(1)
+      .select(['record.uri', 'record.cid', 'record.did', 'record.json', 'record.indexedAt'])
+      .executeTakeFirst()
+    const rec = found ? tryParse(parse, plugin.collection, found.json) : undefined
+    if (found && rec !== undefined) {
+      const [, , collection = '', rkey = ''] = found.uri.replace('at://', '').split('/')
+      promotedRef = {
+        uri: found.uri,
+        did: found.did,
+        collection: collection || plugin.collection,
+        rkey,
+        cid: found.cid,
+        indexedAt: found.indexedAt,
+      }
+      promoted = await insertPrimary(ctx, plugin, promotedRef, rec)
+    }
+  }
+  await apply(ctx, await plugin.onDelete(ctx.db, deleted, promoted))
+  if (promoted && promotedRef) await apply(ctx, await plugin.onInsert(ctx.db, promoted, promotedRef), false)
+}
+
+function tryParse(
+  parse: (collection: string, record: unknown) => unknown,
+  collection: string,
+  json: string,
+): unknown {
+  try {
+    return parse(collection, lexParse(json))
+  } catch {
+    return undefined
+  }
+}

@@ -1,0 +1,246 @@
+// Applies a batch of firehose events in one transaction together with the source's cursor, so
+// a restart resumes exactly after the last applied batch (exactly-once effects). Network lookups
+// (handles, account hosting) happen before the transaction opens. A failing event is isolated
+// with savepoints and skipped (counted and logged), never taking its neighbours down with it.
+import { sql, type Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import { InvalidRecordError, pluginFor, parseRecord, type RecordRef } from '@openplane/plugins'
+import { childLogger, counter } from '@openplane/telemetry'
+import {
+  AccountStatusError,
+  deleteAccount,
+  needsHandleReindex,
+  setCommitLastSeen,
+  setHandle,
+  setUpstreamStatus,
+} from './actors.ts'
+import { CounterBuffer } from './effects.ts'
+import type { IngestEvent } from './events.ts'
+import { createRecord, deleteRecord, updateRecord, type RecordContext } from './records.ts'
+
+type Db = Kysely<DatabaseSchema>
+
+const log = childLogger('writer')
+const ops = counter('openplane_indexer_ops_total', 'Record operations by collection and outcome', [
+  'collection',
+  'action',
+  'outcome',
+])
+const events = counter('openplane_indexer_events_total', 'Firehose events by type and outcome', [
+  'type',
+  'outcome',
+])
+
+export interface WriterDeps {
+  /** Verified handle for a DID (null if it does not verify), or undefined if unresolvable now. */
+  resolveHandle(did: string, force: boolean): Promise<string | null | undefined>
+  /** Whether the account's PDS still hosts the repo (false = really deleted). */
+  isHosted(did: string): Promise<boolean>
+}
+
+interface Prepared {
+  /** Handle to write at this event index: did → value. */
+  handles: Map<number, { did: string; handle: string | null }>
+  deletions: Set<number>
+}
+
+export class Writer {
+  private readonly db: Db
+  private readonly deps: WriterDeps
+
+  constructor(db: Db, deps: WriterDeps) {
+    this.db = db
+    this.deps = deps
+  }
+
+  async applyBatch(source: string, batch: IngestEvent[]): Promise<void> {
+    if (!batch.length) return
+    const prepared = await this.prepare(batch)
+    const cursor = batch[batch.length - 1]!.seq
+    try {
+      await this.db.transaction().execute((tx) => this.run(tx, source, batch, prepared, cursor, false))
+    } catch (err) {
+      // Something in the batch failed: redo it with each event behind a savepoint.
+      log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
+      await this.db.transaction().execute((tx) => this.run(tx, source, batch, prepared, cursor, true))
+    }
+  }
+
+  private async run(
+    tx: Db,
+    source: string,
+    batch: IngestEvent[],
+    prepared: Prepared,
+    cursor: number,
+    isolate: boolean,
+  ): Promise<void> {
+    const counters = new CounterBuffer()
+    const ctx: RecordContext = { db: tx, counters }
+    for (const [i, evt] of batch.entries()) {
+      if (!isolate) {
+        await this.applyEvent(ctx, evt, i, prepared, false)
+        continue
+      }
+      await sql`savepoint evt`.execute(tx)
+      try {
+        await this.applyEvent(ctx, evt, i, prepared, true)
+        await sql`release savepoint evt`.execute(tx)
+      } catch (err) {
+        await sql`rollback to savepoint evt`.execute(tx)
+        events.inc({ type: evt.type, outcome: 'error' })
+        log.error({ err, seq: evt.seq, did: evt.did, type: evt.type }, 'event skipped')
+      }
+    }
+    await counters.flush(tx)
+    await tx
+      .insertInto('openplane_cursor')
+      .values({ source, seq: cursor })
+      .onConflict((oc) => oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }))
+      .execute()
+  }
+
+  private async applyEvent(
+    ctx: RecordContext,
+    evt: IngestEvent,
+    index: number,
+    prepared: Prepared,
+    isolate: boolean,
+  ): Promise<void> {
+    const tx = ctx.db
+    const handle = prepared.handles.get(index)
+    if (handle) await setHandle(tx, handle.did, handle.handle, evt.time)
+    switch (evt.type) {
+      case 'skip':
+        return
+      case 'commit':
+        // The stock handles ops, not commits: a commit without ops leaves no trace.
+        if (!evt.ops.length) return
+        for (const op of evt.ops) await this.applyOp(ctx, evt, op, isolate)
+        await setCommitLastSeen(tx, evt.did, evt.commit, evt.rev)
+        break
+      case 'sync':
+        await setCommitLastSeen(tx, evt.did, evt.commit, evt.rev)
+        break
+      case 'identity':
+        break
+      case 'account':
+        if (!evt.active && evt.status === 'deleted') {
+          if (prepared.deletions.has(index)) await deleteAccount(tx, evt.did)
+        } else {
+          try {
+            await setUpstreamStatus(tx, evt.did, evt.active, evt.status)
+          } catch (err) {
+            if (!(err instanceof AccountStatusError)) throw err
+            events.inc({ type: 'account', outcome: 'invalid' })
+            log.warn({ did: evt.did, status: evt.status }, err.message)
+            return
+          }
+        }
+        break
+    }
+    events.inc({ type: evt.type, outcome: 'applied' })
+  }
+
+  private async applyOp(
+    ctx: RecordContext,
+    evt: Extract<IngestEvent, { type: 'commit' }>,
+    op: Extract<IngestEvent, { type: 'commit' }>['ops'][number],
+    isolate: boolean,
+  ): Promise<void> {
+    const uri = `at://${evt.did}/${op.collection}/${op.rkey}`
+    const plugin = pluginFor(op.collection)
+    if (!plugin) {
+      ops.inc({ collection: 'other', action: op.action, outcome: 'ignored' })
+      return
+    }
+    const label = { collection: op.collection, action: op.action }
+    if (op.action === 'delete') {
+      await deleteRecord(ctx, plugin, uri, parseRecord)
+      ops.inc({ ...label, outcome: 'applied' })
+      return
+    }
+    let rec: unknown
+    try {
+      rec = plugin.parse(op.record)
+    } catch (err) {
+      if (!(err instanceof InvalidRecordError)) throw err
+      ops.inc({ ...label, outcome: 'invalid' })
+      log.warn({ uri, reason: err.message }, 'invalid record skipped')
+      return
+    }
+    const ref: RecordRef = {
+      uri,
+      did: evt.did,
+      collection: op.collection,
+      rkey: op.rkey,
+      cid: op.cid ?? '',
+      indexedAt: evt.time,
+    }
+    const write = op.action === 'create' ? createRecord : updateRecord
+    if (!isolate) {
+      await write(ctx, plugin, ref, rec)
+    } else {
+      // Inside isolation each op gets its own savepoint so one bad record spares its commit.
+      await sql`savepoint op`.execute(ctx.db)
+      try {
+        await write(ctx, plugin, ref, rec)
+        await sql`release savepoint op`.execute(ctx.db)
+      } catch (err) {
+        await sql`rollback to savepoint op`.execute(ctx.db)
+        ops.inc({ ...label, outcome: 'error' })
+        log.error({ err, uri }, 'record skipped')
+        return
+      }
+    }
+    ops.inc({ ...label, outcome: 'applied' })
+  }
+
+  /** Network work for the batch, done before the transaction: handles and account deletions. */
+  private async prepare(batch: IngestEvent[]): Promise<Prepared> {
+    const relevant = (e: IngestEvent) =>
+      e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
+    const dids = [...new Set(batch.filter(relevant).map((e) => e.did))]
+    const actors = new Map(
+      (dids.length === 0
+        ? []
+        : await this.db
+          .selectFrom('actor')
+          .select(['did', 'handle', 'indexedAt'])
+          .where('did', 'in', dids)
+          .execute()
+      ).map((a) => [a.did, a]),
+    )
+    const wanted: { index: number; did: string; force: boolean }[] = []
+    const deletions = new Set<number>()
+    const planned = new Map<string, { handle: string | null; indexedAt: string }>()
+    for (const [index, evt] of batch.entries()) {
+      if (!relevant(evt)) continue
+      if (evt.type === 'account') {
+        if (!evt.active && evt.status === 'deleted') deletions.add(index)
+        continue
+      }
+      const current = planned.get(evt.did) ?? actors.get(evt.did)
+      if (evt.type === 'identity' || needsHandleReindex(current, evt.time)) {
+        wanted.push({ index, did: evt.did, force: evt.type === 'identity' })
+        planned.set(evt.did, { handle: current?.handle ?? null, indexedAt: evt.time })
+      }
+    }
+    const handles = new Map<number, { did: string; handle: string | null }>()
+    const resolved = new Map<string, Promise<string | null | undefined>>()
+    await Promise.all(
+      wanted.map(async ({ index, did, force }) => {
+        const key = `${did} ${force}`
+        if (!resolved.has(key)) {
+          resolved.set(key, this.deps.resolveHandle(did, force).catch(() => undefined))
+        }
+        const handle = await resolved.get(key)!
+        if (handle !== undefined) handles.set(index, { did, handle })
+      }),
+    )
+    for (const index of deletions) {
+      const hosted = await this.deps.isHosted(batch[index]!.did).catch(() => true)
+      if (hosted) deletions.delete(index)
+    }
+    return { handles, deletions }
+  }
+}

@@ -1,0 +1,99 @@
+// The plugin contract. A plugin turns one record into declared effects; it never writes.
+// The writer (in @openplane/ingest) applies effects inside the batch transaction, so batching,
+// duplicate handling, exact counter deltas and exactly-once replay live in one place.
+import type { Insertable, Kysely, Selectable } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+
+export type Tables = DatabaseSchema
+export type TableName = keyof Tables & string
+
+/** Read access to the current state, inside the batch transaction. Plugins must not write. */
+export type Reader = Kysely<DatabaseSchema>
+
+/** One record operation as it reaches a plugin. */
+export interface RecordRef {
+  uri: string
+  did: string
+  collection: string
+  rkey: string
+  cid: string
+  /** The firehose event time; the stock indexer stamps `indexedAt` with it as well. */
+  indexedAt: string
+}
+
+export type NotificationRow = Insertable<Tables['notification']>
+
+export type Counter =
+  | {
+      table: 'post_agg'
+      key: string
+      column: 'likeCount' | 'replyCount' | 'repostCount' | 'quoteCount' | 'bookmarkCount'
+      delta: number
+    }
+  | {
+      table: 'profile_agg'
+      key: string
+      column: 'followersCount' | 'followsCount' | 'postsCount'
+      delta: number
+    }
+
+export type RowInsert = {
+  [T in TableName]: {
+    kind: 'insert'
+    table: T
+    values: Insertable<Tables[T]>
+    /** Leave an existing row alone (default), or overwrite these columns. */
+    onConflict?: { columns: string[]; update: string[] }
+  }
+}[TableName]
+
+export type RowDelete = {
+  [T in TableName]: { kind: 'delete'; table: T; where: Partial<Record<string, string>> }
+}[TableName]
+
+export type RowUpdate = {
+  [T in TableName]: {
+    kind: 'update'
+    table: T
+    where: Partial<Record<string, string>>
+    set: Partial<Record<string, unknown>>
+  }
+}[TableName]
+
+export type RowWrite = RowInsert | RowDelete | RowUpdate
+
+export interface Effects {
+  /** Secondary rows (embeds, feed items, flags on other rows), applied in order. */
+  rows?: RowWrite[]
+  counters?: Counter[]
+  notifications?: NotificationRow[]
+  /** Notifications caused by these records are removed (applied before new ones are added). */
+  deleteNotificationsFor?: string[]
+}
+
+export const NO_EFFECTS: Effects = Object.freeze({})
+
+export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
+  collection: string
+  /** The table holding one row per record, keyed by `uri`; null for record-only collections. */
+  table: T | null
+  /** Lexicon check and shape: throws on an invalid record. */
+  parse(record: unknown): Rec
+  /** The primary row for this record. May read state (e.g. reply validation). */
+  toRow(db: Reader, ref: RecordRef, record: Rec): Promise<Insertable<Tables[T]>>
+  /**
+   * When the primary insert hits a uniqueness rule other than the uri (a second like of the same
+   * subject), the uri of the record that holds the slot; it is then tracked as a duplicate.
+   */
+  findDuplicate?(db: Reader, ref: RecordRef, record: Rec): Promise<string | null>
+  /** Effects of a primary row that was actually inserted. */
+  onInsert(db: Reader, row: Selectable<Tables[T]>, ref: RecordRef): Promise<Effects> | Effects
+  /** Effects of a primary row that was actually deleted; `replacedBy` is set on updates. */
+  onDelete(
+    db: Reader,
+    row: Selectable<Tables[T]>,
+    replacedBy: Selectable<Tables[T]> | null,
+  ): Promise<Effects> | Effects
+  /** On delete, re-index the oldest duplicate in its place (default true). */
+  promoteDuplicateOnDelete?: boolean
+}

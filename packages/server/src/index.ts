@@ -1,0 +1,2 @@
+export { startServer, type DataplaneServer, type HealthReport, type ServerOptions } from './server.ts'
+export { buildRoutes, implementedMethods, type RouteContext, type Routes } from './routes/index.ts'

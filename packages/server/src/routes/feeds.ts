@@ -1,0 +1,130 @@
+import type { ExpressionBuilder, Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import { FeedType } from '@openplane/proto'
+import type { RouteContext, Routes } from './context.ts'
+import { feedItemCursor, feedItemFromRow } from './util/feed-item.ts'
+import { before, decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
+import { pageSize } from './util/stock-cursors.ts'
+import { timelineFromPostgres } from './util/timeline-sql.ts'
+
+const REFERENCE_LIST = 'app.bsky.graph.defs#referencelist'
+
+type AuthorFeedEb = ExpressionBuilder<DatabaseSchema, 'feed_item' | 'post'>
+
+export default (ctx: RouteContext): Routes => ({
+  async getAuthorFeed(req) {
+    const at = decodeTimeKey(req.cursor)
+    const limit = pageSize(req.limit)
+    const rows = await ctx.db
+      .selectFrom('feed_item')
+      .innerJoin('post', 'post.uri', 'feed_item.postUri')
+      .where('feed_item.originatorDid', '=', req.actorDid)
+      .$call((qb) => {
+        const filter = feedTypeFilter(req.actorDid, req.feedType)
+        return filter ? qb.where(filter) : qb
+      })
+      // The stock pages author feeds with the or-form keyset.
+      .$call((qb) => (at ? qb.where(before('feed_item.sortAt', 'feed_item.cid', at, true)) : qb))
+      .select(['feed_item.uri', 'feed_item.cid', 'feed_item.postUri', 'feed_item.sortAt'])
+      .orderBy('feed_item.sortAt', 'desc')
+      .orderBy('feed_item.cid', 'desc')
+      .limit(limit + 1)
+      .execute()
+    const { items, cursor } = page(rows, limit, feedItemCursor)
+    return { items: items.map(feedItemFromRow), cursor }
+  },
+
+  // Exclude flags are not applied, as in the stock: the AppView filters its hydrated views.
+  async getTimeline(req) {
+    return timelineFromPostgres(ctx.db, req)
+  },
+
+  async getListFeed(req) {
+    const at = decodeTimeKey(req.cursor)
+    const limit = pageSize(req.limit)
+    const isReference = (await listPurpose(ctx.db, req.listUri)) === REFERENCE_LIST
+    const rows = await ctx.db
+      .selectFrom('post')
+      .innerJoin('list_item', 'list_item.subjectDid', 'post.creator')
+      .where('list_item.listUri', '=', req.listUri)
+      // Members who opted out of a reference list drop out of its feed.
+      .$if(isReference, (qb) =>
+        qb.where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('reference_list_opt_out')
+                .select('reference_list_opt_out.uri')
+                .whereRef('reference_list_opt_out.creator', '=', 'post.creator')
+                .where('reference_list_opt_out.subjectUri', '=', req.listUri),
+            ),
+          ),
+        ),
+      )
+      .$call((qb) => (at ? qb.where(before('post.sortAt', 'post.cid', at)) : qb))
+      .select(['post.uri', 'post.cid', 'post.sortAt'])
+      .orderBy('post.sortAt', 'desc')
+      .orderBy('post.cid', 'desc')
+      .limit(limit + 1)
+      .execute()
+    const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
+    return { items: items.map((r) => ({ uri: r.uri, cid: r.cid })), cursor }
+  },
+})
+
+async function listPurpose(db: Kysely<DatabaseSchema>, listUri: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('list')
+    .where('uri', '=', listUri)
+    .select('purpose')
+    .executeTakeFirst()
+  return row?.purpose
+}
+
+/** The stock's author-feed filters; unspecified (and unknown) types mean posts, reposts and replies. */
+function feedTypeFilter(actorDid: string, feedType: FeedType) {
+  switch (feedType) {
+    case FeedType.POSTS_WITH_MEDIA:
+      return (eb: AuthorFeedEb) =>
+        eb.and([
+          eb('feed_item.type', '=', 'post'),
+          eb.or([
+            eb.exists(
+              eb
+                .selectFrom('post_embed_image')
+                .select('post_embed_image.postUri')
+                .whereRef('post_embed_image.postUri', '=', 'feed_item.postUri'),
+            ),
+            eb.exists(
+              eb
+                .selectFrom('post_embed_gallery_image')
+                .select('post_embed_gallery_image.postUri')
+                .whereRef('post_embed_gallery_image.postUri', '=', 'feed_item.postUri'),
+            ),
+          ]),
+        ])
+    case FeedType.POSTS_WITH_VIDEO:
+      return (eb: AuthorFeedEb) =>
+        eb.and([
+          eb('feed_item.type', '=', 'post'),
+          eb.exists(
+            eb
+              .selectFrom('post_embed_video')
+              .select('post_embed_video.postUri')
+              .whereRef('post_embed_video.postUri', '=', 'feed_item.postUri'),
+          ),
+        ])
+    case FeedType.POSTS_NO_REPLIES:
+      return (eb: AuthorFeedEb) =>
+        eb.or([eb('post.replyParent', 'is', null), eb('feed_item.type', '=', 'repost')])
+    case FeedType.POSTS_AND_AUTHOR_THREADS:
+      // Replies count when they sit in a thread the author started (a like pattern, as the stock's).
+      return (eb: AuthorFeedEb) =>
+        eb.or([
+          eb('feed_item.type', '=', 'repost'),
+          eb('post.replyParent', 'is', null),
+          eb('post.replyRoot', 'like', `at://${actorDid}/%`),
+        ])
+    default:
+      return undefined
+  }
+}

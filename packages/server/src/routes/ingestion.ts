@@ -1,0 +1,3 @@
+import type { RouteContext, Routes } from './context.ts'
+
+export default (_ctx: RouteContext): Routes => ({})

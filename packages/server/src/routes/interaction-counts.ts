@@ -1,0 +1,103 @@
+// Counts: per-post interaction aggregates, per-actor profile counts, starter pack joins and list
+// sizes, all positional. GetNewUserCountForRange stays unimplemented, as in the stock.
+import { sql } from 'kysely'
+import type { RouteContext, Routes } from './context.ts'
+
+const WEEK_MS = 7 * 24 * 60 * 60 * 1000
+
+export default (ctx: RouteContext): Routes => ({
+  async getInteractionCounts(req) {
+    const uris = req.refs.map((ref) => ref.uri)
+    if (uris.length === 0) return { likes: [], replies: [], reposts: [], quotes: [] }
+    const rows = await ctx.db
+      .selectFrom('post_agg')
+      .where('uri', 'in', [...new Set(uris)])
+      .selectAll()
+      .execute()
+    const byUri = new Map(rows.map((row) => [row.uri, row]))
+    const count = (pick: (row: (typeof rows)[number]) => number) =>
+      uris.map((uri) => {
+        const row = byUri.get(uri)
+        return row ? pick(row) : 0
+      })
+    return {
+      likes: count((r) => r.likeCount),
+      replies: count((r) => r.replyCount),
+      reposts: count((r) => r.repostCount),
+      quotes: count((r) => r.quoteCount),
+      bookmarks: count((r) => r.bookmarkCount),
+    }
+  },
+
+  // Only actors with a profile_agg row get any counts (their lists, feeds etc. included), which
+  // is what the stock answers too.
+  async getCountsForUsers(req) {
+    if (req.dids.length === 0) return {}
+    const ownedBy = (table: 'feed_generator' | 'list' | 'starter_pack' | 'draft') =>
+      sql<number>`(select count(*) from ${sql.table(table)} t where t.creator = profile_agg.did)`
+    const rows = await ctx.db
+      .selectFrom('profile_agg')
+      .where('did', 'in', [...new Set(req.dids)])
+      .select([
+        'did',
+        'followersCount',
+        'followsCount',
+        'postsCount',
+        ownedBy('feed_generator').as('feeds'),
+        ownedBy('list').as('lists'),
+        ownedBy('starter_pack').as('starterPacks'),
+        ownedBy('draft').as('drafts'),
+      ])
+      .execute()
+    const byDid = new Map(rows.map((row) => [row.did, row]))
+    const count = (pick: (row: (typeof rows)[number]) => number) =>
+      req.dids.map((did) => {
+        const row = byDid.get(did)
+        return row ? Number(pick(row)) : 0
+      })
+    return {
+      followers: count((r) => r.followersCount),
+      following: count((r) => r.followsCount),
+      posts: count((r) => r.postsCount),
+      lists: count((r) => r.lists),
+      feeds: count((r) => r.feeds),
+      starterPacks: count((r) => r.starterPacks),
+      drafts: count((r) => r.drafts),
+    }
+  },
+
+  // Profiles that name the pack as the one they joined through: ever, and created this week.
+  async getStarterPackCounts(req) {
+    const uris = req.refs.map((ref) => ref.uri)
+    if (uris.length === 0) return { joinedAllTime: [], joinedWeek: [] }
+    const weekAgo = new Date(Date.now() - WEEK_MS).toISOString()
+    const rows = await ctx.db
+      .selectFrom('profile')
+      .where('joinedViaStarterPackUri', 'in', [...new Set(uris)])
+      .select([
+        'joinedViaStarterPackUri as uri',
+        sql<number>`count(*)`.as('allTime'),
+        sql<number>`count(*) filter (where "createdAt" > ${weekAgo})`.as('week'),
+      ])
+      .groupBy('joinedViaStarterPackUri')
+      .execute()
+    const byUri = new Map(rows.map((row) => [row.uri, row]))
+    return {
+      joinedWeek: uris.map((uri) => Number(byUri.get(uri)?.week ?? 0)),
+      joinedAllTime: uris.map((uri) => Number(byUri.get(uri)?.allTime ?? 0)),
+    }
+  },
+
+  async getListCounts(req) {
+    const uris = req.refs.map((ref) => ref.uri)
+    if (uris.length === 0) return { listItems: [] }
+    const rows = await ctx.db
+      .selectFrom('list_item')
+      .where('listUri', 'in', [...new Set(uris)])
+      .select(['listUri', sql<number>`count(*)`.as('count')])
+      .groupBy('listUri')
+      .execute()
+    const byUri = new Map(rows.map((row) => [row.listUri, Number(row.count)]))
+    return { listItems: uris.map((uri) => byUri.get(uri) ?? 0) }
+  },
+})

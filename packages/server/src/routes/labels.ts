@@ -1,0 +1,57 @@
+// Labels: unexpired labels on the given subjects from the given labelers, as the JSON label
+// objects the AppView decodes; and the indexed labeler services.
+import { sql } from 'kysely'
+import type { Label } from '@openplane/db'
+import type { RouteContext, Routes } from './context.ts'
+import { getRecords } from './util/records.ts'
+
+export default (ctx: RouteContext): Routes => ({
+  async getLabels(req) {
+    const { subjects, issuers } = req
+    if (subjects.length === 0 || issuers.length === 0) return { labels: [] }
+    const rows = await ctx.db
+      .selectFrom('label')
+      .where('uri', 'in', [...new Set(subjects)])
+      .where('src', 'in', [...new Set(issuers)])
+      .where((eb) => eb.or([eb('exp', 'is', null), sql<boolean>`exp::timestamp > now()`]))
+      .select(['src', 'uri', 'cid', 'val', 'neg', 'cts', 'exp'])
+      .execute()
+    const bySubject = new Map<string, Label[]>()
+    for (const row of rows) {
+      const list = bySubject.get(row.uri) ?? []
+      list.push(row)
+      bySubject.set(row.uri, list)
+    }
+    // A subject asked for twice gets its labels twice, as from the stock; the AppView copes.
+    const labels = subjects.flatMap((subject) =>
+      (bySubject.get(subject) ?? []).map((label) => Buffer.from(labelJson(label), 'utf8')),
+    )
+    return { labels }
+  },
+
+  // The stock throws "not implemented" here (the AppView never calls it); answering is harmless
+  // and lets operators list labelers. Newest first, each with its service record.
+  async getAllLabelers() {
+    const rows = await ctx.db
+      .selectFrom('labeler')
+      .select('uri')
+      .orderBy('sortAt', 'desc')
+      .orderBy('cid', 'desc')
+      .execute()
+    const uris = rows.map((row) => row.uri)
+    return { uris, records: await getRecords(ctx.db, uris) }
+  },
+})
+
+// The stock's shape: columns in table order, with an empty cid, a false neg and a null exp left out.
+function labelJson(label: Label): string {
+  return JSON.stringify({
+    src: label.src,
+    uri: label.uri,
+    cid: label.cid === '' ? undefined : label.cid,
+    val: label.val,
+    neg: label.neg === true ? true : undefined,
+    cts: label.cts,
+    exp: label.exp ?? undefined,
+  })
+}

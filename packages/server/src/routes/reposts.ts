@@ -1,0 +1,56 @@
+// Reposts: reposts of a subject and an actor's reposts (newest first), and which of a batch of
+// subjects an actor reposted.
+import type { RouteContext, Routes } from './context.ts'
+import { pageSize, timeKeyDesc } from './util/keyset.ts'
+import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
+
+export default (ctx: RouteContext): Routes => ({
+  async getRepostsBySubject(req) {
+    const after = decodeTimeKey(req.cursor)
+    const limit = pageSize(req.limit)
+    if (!req.subject?.uri || !limit) return { uris: [], cursor: '' }
+    const query = ctx.db
+      .selectFrom('repost')
+      .where('repost.subject', '=', req.subject.uri)
+      .select(['repost.uri', 'repost.cid', 'repost.sortAt'])
+    const rows = await timeKeyDesc(query, {
+      timeCol: 'repost.sortAt',
+      keyCol: 'repost.cid',
+      after,
+      limit,
+    }).execute()
+    const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
+    return { uris: items.map((r) => r.uri), cursor }
+  },
+
+  async getRepostsByActorAndSubjects(req) {
+    if (req.refs.length === 0) return { uris: [] }
+    const subjects = [...new Set(req.refs.map((ref) => ref.uri))]
+    const rows = await ctx.db
+      .selectFrom('repost')
+      .where('creator', '=', req.actorDid)
+      .where('subject', 'in', subjects)
+      .select(['uri', 'subject'])
+      .execute()
+    const bySubject = new Map(rows.map((row) => [row.subject, row.uri]))
+    return { uris: req.refs.map((ref) => bySubject.get(ref.uri) ?? '') }
+  },
+
+  async getActorReposts(req) {
+    const after = decodeTimeKey(req.cursor)
+    const limit = pageSize(req.limit)
+    if (!limit) return { uris: [], cursor: '' }
+    const query = ctx.db
+      .selectFrom('repost')
+      .where('repost.creator', '=', req.actorDid)
+      .select(['repost.uri', 'repost.cid', 'repost.sortAt'])
+    const rows = await timeKeyDesc(query, {
+      timeCol: 'repost.sortAt',
+      keyCol: 'repost.cid',
+      after,
+      limit,
+    }).execute()
+    const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
+    return { uris: items.map((r) => r.uri), cursor }
+  },
+})

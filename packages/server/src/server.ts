@@ -1,0 +1,118 @@
+// The bsky.Service server: route modules per proto area behind one Connect router, plus the
+// operational endpoints (/_health, /metrics) on the same port.
+import type http from 'node:http'
+import type http2 from 'node:http2'
+import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect'
+import { connectNodeAdapter } from '@connectrpc/connect-node'
+import { Service } from '@openplane/proto'
+import { childLogger, histogram, registry } from '@openplane/telemetry'
+import { listen, type ListenOptions, type Listener } from './listener.ts'
+import { buildRoutes, type RouteContext } from './routes/index.ts'
+
+const log = childLogger('server')
+
+const rpcSeconds = histogram('openplane_rpc_duration_seconds', 'bsky.Service rpc latency', [
+  'method',
+  'code',
+])
+
+export interface HealthReport {
+  ready: boolean
+  [key: string]: unknown
+}
+
+export interface ServerOptions extends ListenOptions {
+  ctx: RouteContext
+  health?: () => Promise<HealthReport>
+  /** Backs GET /_wait?seq=N[&source=url]: answers once that firehose seq is applied. */
+  control?: { waitForSeq(source: string, seq: number): Promise<void> }
+}
+
+export interface DataplaneServer {
+  port: number
+  url: string
+  close(): Promise<void>
+}
+
+const observe: Interceptor = (next) => async (req) => {
+  const end = rpcSeconds.startTimer({ method: req.method.name })
+  try {
+    const res = await next(req)
+    end({ code: 'ok' })
+    return res
+  } catch (err) {
+    const ce = ConnectError.from(err)
+    end({ code: Code[ce.code] ?? String(ce.code) })
+    if (ce.code === Code.Internal || ce.code === Code.Unknown) {
+      log.error({ err, method: req.method.name }, 'rpc failed')
+    }
+    throw ce
+  }
+}
+
+export async function startServer(opts: ServerOptions): Promise<DataplaneServer> {
+  const impl = buildRoutes(opts.ctx)
+  const rpc = connectNodeAdapter({
+    routes: (router: ConnectRouter) => router.service(Service, impl),
+    interceptors: [observe],
+    // The AppView sends no compression and accepts none; keep payloads plain and cheap.
+    acceptCompression: [],
+  })
+  const health = opts.health ?? (async () => ({ ready: true }))
+  const handler = (
+    req: http.IncomingMessage | http2.Http2ServerRequest,
+    res: http.ServerResponse | http2.Http2ServerResponse,
+  ) => {
+    const path = req.url?.split('?')[0]
+    if (req.method === 'GET' && path === '/_health') {
+      health()
+        .then((report) => send(res, report.ready ? 200 : 503, 'application/json', JSON.stringify(report)))
+        .catch((err: unknown) => {
+          log.error({ err }, 'health check failed')
+          send(res, 503, 'application/json', JSON.stringify({ ready: false, error: String(err) }))
+        })
+      return
+    }
+    if (req.method === 'GET' && path === '/_wait' && opts.control) {
+      const q = new URL(req.url ?? '/', 'http://x').searchParams
+      const seq = Number(q.get('seq'))
+      const timeoutMs = Math.min(Number(q.get('timeoutMs') ?? 30_000) || 30_000, 300_000)
+      if (!Number.isSafeInteger(seq)) return send(res, 400, 'text/plain', 'seq must be an integer')
+      const timeout = new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('timeout')), timeoutMs).unref(),
+      )
+      Promise.race([opts.control.waitForSeq(q.get('source') ?? '', seq), timeout])
+        .then(() => send(res, 200, 'application/json', JSON.stringify({ seq })))
+        .catch((err: unknown) => send(res, 504, 'text/plain', String(err)))
+      return
+    }
+    if (req.method === 'GET' && path === '/metrics') {
+      registry
+        .metrics()
+        .then((text) => send(res, 200, registry.contentType, text))
+        .catch(() => send(res, 500, 'text/plain', 'metrics unavailable'))
+      return
+    }
+    rpc(req, res)
+  }
+  const listener: Listener = await listen(handler, opts)
+  const scheme = opts.tls ? 'https' : 'http'
+  log.info({ host: opts.host, port: listener.port, tls: !!opts.tls }, 'bsky.Service listening')
+  return {
+    port: listener.port,
+    url: `${scheme}://${opts.host}:${listener.port}`,
+    close: () => listener.close(),
+  }
+}
+
+function send(
+  res: http.ServerResponse | http2.Http2ServerResponse,
+  status: number,
+  type: string,
+  body: string,
+): void {
+  // Both response kinds share this surface; their overloads do not unify in TS.
+  const r = res as http.ServerResponse
+  r.writeHead(status, { 'content-type': type })
+  r.end(body)
+}

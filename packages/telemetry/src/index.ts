@@ -1,0 +1,2 @@
+export { logger, childLogger, type Logger } from './logger.ts'
+export { registry, counter, gauge, histogram } from './metrics.ts'

@@ -1,0 +1,132 @@
+// Our indexer in-process, subscribed to a dev-env PDS firehose and writing its own schema, plus a
+// table-by-table comparison with the schema the stock indexer filled from the same firehose.
+import type { TestNetwork } from '@atproto/dev-env'
+import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
+import { createIdentity } from '@openplane/identity'
+import { Indexer, Writer, writerDeps } from '@openplane/ingest'
+import pg from 'pg'
+import { PG_URL, uniqueName } from './env.ts'
+import { dropSchemas } from './stock-network.ts'
+
+export interface OurIndexer {
+  schema: string
+  db: Db
+  indexer: Indexer
+  /** Waits until everything the PDS has sequenced so far is applied. */
+  catchUp(): Promise<void>
+  close(opts?: { keepSchema?: boolean }): Promise<void>
+}
+
+export async function startOurIndexer(
+  network: TestNetwork,
+  opts: { schema?: string; batchSize?: number } = {},
+): Promise<OurIndexer> {
+  const schema = opts.schema ?? uniqueName('op_idx')
+  const db = createPgDb({ url: PG_URL, schema, poolSize: 4 })
+  await migrateToLatest(db)
+  const identity = createIdentity({
+    plcUrl: network.plc.url,
+    allowPrivateNetwork: true,
+    testHandles: { suffixes: ['.test'], pdsUrl: network.pds.url },
+  })
+  const source = network.pds.url.replace(/^http/, 'ws')
+  const indexer = new Indexer({
+    source,
+    db: db.db,
+    writer: new Writer(db.db, writerDeps(identity)),
+    idResolver: identity.idResolver,
+    verify: false,
+    batchSize: opts.batchSize ?? 100,
+    batchWaitMs: 5,
+  })
+  await indexer.start()
+  return {
+    schema,
+    db,
+    indexer,
+    async catchUp() {
+      const seq = await network.pds.ctx.sequencer.curr()
+      if (seq !== null && seq !== undefined) await indexer.waitFor(seq)
+    },
+    async close(closeOpts = {}) {
+      await indexer.stop()
+      await db.close()
+      if (!closeOpts.keepSchema) await dropSchemas([schema])
+    },
+  }
+}
+
+/** Column lists that legitimately differ between two indexers (serial ids). */
+const IGNORED: Record<string, string[]> = { notification: ['id'] }
+
+/**
+ * Rows of each table in both schemas, as sorted JSON lines; returns a readable diff per table
+ * that differs (empty when every table is equal).
+ */
+export async function diffSchemas(a: string, b: string, tables: string[]): Promise<string[]> {
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  try {
+    const diffs: string[] = []
+    for (const table of tables) {
+      const dump = async (schema: string) => {
+        const { rows } = await client.query(`select * from "${schema}"."${table}"`)
+        return rows
+          .map((r: Record<string, unknown>) => {
+            for (const col of IGNORED[table] ?? []) delete r[col]
+            return JSON.stringify(r)
+          })
+          .sort()
+      }
+      const [ra, rb] = [await dump(a), await dump(b)]
+      const onlyA = ra.filter((r) => !rb.includes(r))
+      const onlyB = rb.filter((r) => !ra.includes(r))
+      if (onlyA.length || onlyB.length) {
+        diffs.push(
+          `${table}: ${onlyA.length} rows only in ${a}, ${onlyB.length} only in ${b}\n` +
+            onlyA.slice(0, 5).map((r) => `  - ${r}`).join('\n') +
+            '\n' +
+            onlyB.slice(0, 5).map((r) => `  + ${r}`).join('\n'),
+        )
+      }
+    }
+    return diffs
+  } finally {
+    await client.end()
+  }
+}
+
+/** Every table the indexer writes. */
+export const INDEXED_TABLES = [
+  'record',
+  'duplicate_record',
+  'actor',
+  'actor_sync',
+  'profile',
+  'profile_agg',
+  'post',
+  'post_agg',
+  'post_embed_image',
+  'post_embed_gallery_image',
+  'post_embed_video',
+  'post_embed_external',
+  'post_embed_record',
+  'quote',
+  'feed_item',
+  'op_thread_reply',
+  'like',
+  'repost',
+  'follow',
+  'actor_block',
+  'list',
+  'list_item',
+  'list_block',
+  'reference_list_opt_out',
+  'thread_gate',
+  'post_gate',
+  'feed_generator',
+  'labeler',
+  'starter_pack',
+  'verification',
+  'notification',
+]

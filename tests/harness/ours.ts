@@ -1,0 +1,34 @@
+// Our dataplane server in-process, reading a given schema. (The e2e tests run it as its own
+// process through the CLI instead; route tests only need the rpc surface.)
+import { createPgDb, type Db } from '@openplane/db'
+import { createIdentity } from '@openplane/identity'
+import { startServer, type DataplaneServer } from '@openplane/server'
+import { PG_URL } from './env.ts'
+
+export interface OurServer {
+  server: DataplaneServer
+  db: Db
+  close(): Promise<void>
+}
+
+export async function startOurServer(opts: {
+  schema: string
+  plcUrl: string
+  pdsUrl: string
+}): Promise<OurServer> {
+  const db = createPgDb({ url: PG_URL, schema: opts.schema, poolSize: 5 })
+  const identity = createIdentity({
+    plcUrl: opts.plcUrl,
+    allowPrivateNetwork: true,
+    testHandles: { suffixes: ['.test'], pdsUrl: opts.pdsUrl },
+  })
+  const server = await startServer({ host: '127.0.0.1', port: 0, ctx: { db: db.db, identity } })
+  return {
+    server,
+    db,
+    async close() {
+      await server.close()
+      await db.close()
+    },
+  }
+}
