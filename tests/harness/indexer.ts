@@ -38,6 +38,7 @@ export async function startOurIndexer(
     verify: false,
     batchSize: opts.batchSize ?? 100,
     batchWaitMs: 5,
+    initialCursor: 0,
   })
   await indexer.start()
   return {

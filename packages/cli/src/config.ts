@@ -13,6 +13,7 @@ export interface Config {
   indexer: boolean
   firehoseUrls: string[]
   verifyCommits: boolean
+  initialCursor?: number
   batchSize: number
   batchWaitMs: number
 }
@@ -104,6 +105,9 @@ export function readConfig(env: Env = process.env): Config {
     indexer: bool(env, 'DATAPLANE_INDEXER', true),
     firehoseUrls,
     verifyCommits: bool(env, 'DATAPLANE_VERIFY_COMMITS', false),
+    initialCursor: env.DATAPLANE_FIREHOSE_CURSOR?.trim()
+      ? int(env, 'DATAPLANE_FIREHOSE_CURSOR', 0, 0, Number.MAX_SAFE_INTEGER)
+      : undefined,
     batchSize: int(env, 'DATAPLANE_BATCH_SIZE', 500, 1, 100_000),
     batchWaitMs: int(env, 'DATAPLANE_BATCH_WAIT_MS', 20, 0, 60_000),
   }

@@ -30,6 +30,7 @@ export async function start(config: Config): Promise<Running> {
         verify: config.verifyCommits,
         batchSize: config.batchSize,
         batchWaitMs: config.batchWaitMs,
+        initialCursor: config.initialCursor,
       })
       await indexer.start()
       indexers.push(indexer)

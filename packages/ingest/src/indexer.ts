@@ -24,6 +24,8 @@ export interface IndexerOptions {
   verify: boolean
   batchSize: number
   batchWaitMs: number
+  /** Where to start when no cursor is stored for this source (default: the live tip). */
+  initialCursor?: number
 }
 
 export interface IndexerState {
@@ -69,7 +71,7 @@ export class Indexer {
       .where('source', '=', this.opts.source)
       .executeTakeFirst()
     this.committedSeq = row ? Number(row.seq) : undefined
-    this.readSeq = this.committedSeq
+    this.readSeq = this.committedSeq ?? this.opts.initialCursor
     log.info({ source: this.opts.source, cursor: this.readSeq ?? 'live' }, 'indexer starting')
     this.firehose.start()
   }

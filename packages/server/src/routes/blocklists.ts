@@ -11,8 +11,14 @@ export default (ctx: RouteContext): Routes => ({
       .innerJoin('list_item', 'list_item.listUri', 'list_block.subjectUri')
       .where((eb) =>
         eb.or([
-          eb.and([eb('list_block.creator', '=', actorDid), eb('list_item.subjectDid', '=', targetDid)]),
-          eb.and([eb('list_block.creator', '=', targetDid), eb('list_item.subjectDid', '=', actorDid)]),
+          eb.and([
+            eb('list_block.creator', '=', actorDid),
+            eb('list_item.subjectDid', '=', targetDid),
+          ]),
+          eb.and([
+            eb('list_block.creator', '=', targetDid),
+            eb('list_item.subjectDid', '=', actorDid),
+          ]),
         ]),
       )
       .select('list_block.subjectUri')

@@ -71,7 +71,10 @@ export default (ctx: RouteContext): Routes => ({
   },
 })
 
-async function listPurpose(db: Kysely<DatabaseSchema>, listUri: string): Promise<string | undefined> {
+async function listPurpose(
+  db: Kysely<DatabaseSchema>,
+  listUri: string,
+): Promise<string | undefined> {
   const row = await db
     .selectFrom('list')
     .where('uri', '=', listUri)

@@ -56,7 +56,13 @@ export default (ctx: RouteContext): Routes => ({
       .limit(limit + 1)
       .execute()
     const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
-    const optedOut = isOwner ? await optedOutOf(ctx, req.listUri, items.map((r) => r.subjectDid)) : new Set<string>()
+    const optedOut = isOwner
+      ? await optedOutOf(
+          ctx,
+          req.listUri,
+          items.map((r) => r.subjectDid),
+        )
+      : new Set<string>()
     return {
       listitems: items.map((r) => ({
         uri: r.uri,
@@ -106,7 +112,11 @@ export default (ctx: RouteContext): Routes => ({
   },
 })
 
-async function optedOutOf(ctx: RouteContext, listUri: string, dids: string[]): Promise<Set<string>> {
+async function optedOutOf(
+  ctx: RouteContext,
+  listUri: string,
+  dids: string[],
+): Promise<Set<string>> {
   if (dids.length === 0) return new Set()
   const rows = await ctx.db
     .selectFrom('reference_list_opt_out')

@@ -72,7 +72,11 @@ export default (ctx: RouteContext): Routes => ({
   },
 
   async untakedownActor(req) {
-    await ctx.db.updateTable('actor').set({ takedownRef: null }).where('did', '=', req.did).execute()
+    await ctx.db
+      .updateTable('actor')
+      .set({ takedownRef: null })
+      .where('did', '=', req.did)
+      .execute()
     return {}
   },
 

@@ -115,7 +115,10 @@ export default (ctx: RouteContext): Routes => ({
   },
 })
 
-type NotifEb = ExpressionBuilder<DatabaseSchema & { notif: DatabaseSchema['notification'] }, 'notif'>
+type NotifEb = ExpressionBuilder<
+  DatabaseSchema & { notif: DatabaseSchema['notification'] },
+  'notif'
+>
 
 /** Whether the recipient follows the notification's author: what makes a notification "priority". */
 function followsAuthor(eb: NotifEb, actorDid: string) {

@@ -81,7 +81,10 @@ async function suggestionsRelativeTo(
 ) {
   if (cursor) return { dids: [] }
   const limit = requested ? Math.min(RELATIVE_LIMIT, requested) : RELATIVE_LIMIT
-  const followedByActor = db.selectFrom('follow').where('creator', '=', actorDid).select('subjectDid')
+  const followedByActor = db
+    .selectFrom('follow')
+    .where('creator', '=', actorDid)
+    .select('subjectDid')
   const liked = await db
     .selectFrom(
       db

@@ -3,7 +3,13 @@
 // this stays the reference and the fallback, so it takes only a db and the request.
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import { feedItemCursor, feedItemFromRow, newestFirst, type FeedItemOut, type FeedItemRow } from './feed-item.ts'
+import {
+  feedItemCursor,
+  feedItemFromRow,
+  newestFirst,
+  type FeedItemOut,
+  type FeedItemRow,
+} from './feed-item.ts'
 import { before, decodeTimeKey, type TimeKey } from './pagination.ts'
 import { pageSize } from './stock-cursors.ts'
 
@@ -83,7 +89,10 @@ export function mergeTimeline(
   own: FeedItemRow[],
   limit: number,
 ): TimelinePage {
-  const ownLimit = Math.max(Math.min(limit, OWN_POSTS_FLOOR), limit - Math.min(followed.length, limit))
+  const ownLimit = Math.max(
+    Math.min(limit, OWN_POSTS_FLOOR),
+    limit - Math.min(followed.length, limit),
+  )
   const merged = [...followed, ...own.slice(0, ownLimit)].sort(newestFirst)
   const items = merged.slice(0, limit)
   const last = items.at(-1)

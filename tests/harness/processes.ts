@@ -1,0 +1,140 @@
+// Child processes for end-to-end tests: our dataplane through its CLI, and a stock AppView
+// configured only by environment variables, as an operator would run them.
+import { spawn, type ChildProcess } from 'node:child_process'
+import net from 'node:net'
+import path from 'node:path'
+
+const root = path.resolve(import.meta.dirname, '../..')
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const s = net.createServer()
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as net.AddressInfo
+      s.close(() => resolve(port))
+    })
+    s.on('error', reject)
+  })
+
+export interface Child {
+  proc: ChildProcess
+  url: string
+  output(): string
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+async function spawnReady(
+  args: string[],
+  env: Record<string, string>,
+  url: string,
+  readyPath: string,
+): Promise<Child> {
+  const proc = spawn(process.execPath, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  proc.stdout!.on('data', (d) => (out += d))
+  proc.stderr!.on('data', (d) => (out += d))
+  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)))
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`${args.join(' ')} exited ${proc.exitCode}:\n${out}`)
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL')
+      throw new Error(`${args.join(' ')} did not become ready:\n${out}`)
+    }
+    const ok = await fetch(url + readyPath).then((r) => r.ok, () => false)
+    if (ok) break
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  return {
+    proc,
+    url,
+    output: () => out,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal)
+      return exited
+    },
+  }
+}
+
+export interface DataplaneEnv {
+  pgUrl: string
+  schema: string
+  plcUrl: string
+  pdsUrl: string
+  port?: number
+  extra?: Record<string, string>
+}
+
+/** `openplane start` as its own process, indexing the PDS firehose into `schema`. */
+export async function spawnDataplane(opts: DataplaneEnv): Promise<Child> {
+  const port = opts.port ?? (await freePort())
+  return spawnReady(
+    ['packages/cli/src/main.ts', 'start'],
+    {
+      DB_POSTGRES_URL: opts.pgUrl,
+      DB_POSTGRES_SCHEMA: opts.schema,
+      DATAPLANE_PORT: String(port),
+      DATAPLANE_FIREHOSE_URLS: opts.pdsUrl.replace(/^http/, 'ws'),
+      DATAPLANE_PLC_URL: opts.plcUrl,
+      DATAPLANE_ALLOW_PRIVATE_NETWORK: 'true',
+      DATAPLANE_TEST_HANDLE_PDS_URL: opts.pdsUrl,
+      DATAPLANE_BATCH_WAIT_MS: '5',
+      LOG_LEVEL: process.env.OPENPLANE_TEST_LOG_LEVEL ?? 'warn',
+      ...opts.extra,
+    },
+    `http://127.0.0.1:${port}`,
+    '/_health',
+  )
+}
+
+/** Waits until the dataplane has applied every firehose event up to `seq`. */
+export async function waitForSeq(dataplaneUrl: string, seq: number): Promise<void> {
+  const res = await fetch(`${dataplaneUrl}/_wait?seq=${seq}&timeoutMs=60000`)
+  if (!res.ok) throw new Error(`dataplane did not reach seq ${seq}: ${await res.text()}`)
+}
+
+export interface AppViewEnv {
+  dataplaneUrl: string
+  httpVersion: '1.1' | '2'
+  plcUrl: string
+  pdsUrl: string
+  serverDid: string
+  bsyncUrl: string
+  modServiceDid: string
+}
+
+/** The dev-env AppView's fixed signing key, so dev-env service tokens verify here too. */
+const APPVIEW_KEY = '3f916c70dc69e4c5e83877f013325b11ecac31742e6a42f5c4fb240d0703d9d5'
+
+export async function spawnAppView(opts: AppViewEnv): Promise<Child> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  return spawnReady(
+    ['tests/harness/appview-process.ts'],
+    {
+      BSKY_PORT: String(port),
+      BSKY_PUBLIC_URL: url,
+      BSKY_DID_PLC_URL: opts.plcUrl,
+      BSKY_SERVER_DID: opts.serverDid,
+      BSKY_SERVICE_SIGNING_KEY: APPVIEW_KEY,
+      BSKY_DATAPLANE_URLS: opts.dataplaneUrl,
+      BSKY_DATAPLANE_HTTP_VERSION: opts.httpVersion,
+      BSKY_BSYNC_URL: opts.bsyncUrl,
+      BSKY_BSYNC_API_KEY: 'bsync-api-key',
+      BSKY_BSYNC_HTTP_VERSION: '1.1',
+      MOD_SERVICE_DID: opts.modServiceDid,
+      BSKY_LABELS_FROM_ISSUER_DIDS: opts.modServiceDid,
+      BSKY_ADMIN_PASSWORDS: 'admin-pass',
+      BSKY_DISABLE_SSRF_PROTECTION: 'true',
+      NODE_ENV: 'production',
+      LOG_ENABLED: 'false',
+      TEST_PDS_URL: opts.pdsUrl,
+    },
+    url,
+    '/xrpc/_health',
+  )
+}
