@@ -17,23 +17,35 @@ export interface OurIndexer {
   close(opts?: { keepSchema?: boolean }): Promise<void>
 }
 
-export async function startOurIndexer(
-  network: TestNetwork,
+export interface IndexerTarget {
+  /** ws(s):// base URL of a subscribeRepos endpoint. */
+  source: string
+  plcUrl: string
+  /** Resolve `*.test` handles through this PDS. */
+  testPdsUrl?: string
+  /** Awaited by catchUp(): the seq to wait for. */
+  headSeq?: () => Promise<number | null | undefined>
+}
+
+export async function startIndexerOn(
+  target: IndexerTarget,
   opts: { schema?: string; batchSize?: number } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
   const db = createPgDb({ url: PG_URL, schema, poolSize: 4 })
   await migrateToLatest(db)
   const identity = createIdentity({
-    plcUrl: network.plc.url,
+    plcUrl: target.plcUrl,
     allowPrivateNetwork: true,
-    testHandles: { suffixes: ['.test'], pdsUrl: network.pds.url },
+    timeoutMs: 1000,
+    testHandles: target.testPdsUrl
+      ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl }
+      : undefined,
   })
-  const source = network.pds.url.replace(/^http/, 'ws')
   const indexer = new Indexer({
-    source,
+    source: target.source,
     db: db.db,
-    writer: new Writer(db.db, writerDeps(identity)),
+    writer: new Writer(db.db, writerDeps(identity, 1000)),
     idResolver: identity.idResolver,
     verify: false,
     batchSize: opts.batchSize ?? 100,
@@ -46,7 +58,7 @@ export async function startOurIndexer(
     db,
     indexer,
     async catchUp() {
-      const seq = await network.pds.ctx.sequencer.curr()
+      const seq = await target.headSeq?.()
       if (seq !== null && seq !== undefined) await indexer.waitFor(seq)
     },
     async close(closeOpts = {}) {
@@ -55,6 +67,22 @@ export async function startOurIndexer(
       if (!closeOpts.keepSchema) await dropSchemas([schema])
     },
   }
+}
+
+/** Our indexer on a dev-env network's PDS firehose. */
+export function startOurIndexer(
+  network: TestNetwork,
+  opts: { schema?: string; batchSize?: number } = {},
+): Promise<OurIndexer> {
+  return startIndexerOn(
+    {
+      source: network.pds.url.replace(/^http/, 'ws'),
+      plcUrl: network.plc.url,
+      testPdsUrl: network.pds.url,
+      headSeq: () => network.pds.ctx.sequencer.curr(),
+    },
+    opts,
+  )
 }
 
 /** Column lists that legitimately differ between two indexers (serial ids). */

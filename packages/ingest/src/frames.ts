@@ -11,7 +11,8 @@ import type { IdResolver } from '@atproto/identity'
 import type { CommitOp, IngestEvent } from './events.ts'
 
 export type FrameResult =
-  | { kind: 'event'; event: IngestEvent }
+  /** `dropped`: ops the commit lists but whose record could not be read from its CAR. */
+  | { kind: 'event'; event: IngestEvent; dropped?: number }
   /** Understood but nothing to index (e.g. #info); still moves the cursor when it has a seq. */
   | { kind: 'skip'; seq?: number; reason: string }
   | { kind: 'malformed'; seq?: number; reason: string }
@@ -116,5 +117,6 @@ async function commit(
   return {
     kind: 'event',
     event: { type: 'commit', seq, time, did, commit: String(body.commit), rev: body.rev, ops },
+    dropped: body.ops.length - ops.length,
   }
 }

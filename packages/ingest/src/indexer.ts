@@ -14,6 +14,10 @@ const frames = counter('openplane_firehose_frames_total', 'Firehose frames by ou
 const lagSeconds = gauge('openplane_firehose_lag_seconds', 'Now minus the last applied event time', [
   'source',
 ])
+const droppedOps = counter(
+  'openplane_firehose_dropped_ops_total',
+  'Commit ops whose record block was missing or unreadable',
+)
 const appliedSeq = gauge('openplane_firehose_seq', 'Last applied firehose seq', ['source'])
 
 export interface IndexerOptions {
@@ -109,6 +113,10 @@ export class Indexer {
     const res = await decodeFrame(bytes, { verify: this.opts.verify, idResolver: this.opts.idResolver })
     if (res.kind === 'event') {
       frames.inc({ outcome: 'event' })
+      if (res.dropped) {
+        droppedOps.inc(res.dropped)
+        log.warn({ seq: res.event.seq, did: res.event.did, dropped: res.dropped }, 'commit ops without a readable record')
+      }
       this.readSeq = res.event.seq
       this.pending.push(res.event)
     } else if (res.kind === 'error') {
