@@ -5,7 +5,9 @@ import { expect } from 'vitest'
 import type { DataplaneClient } from '../harness/stock-network.ts'
 
 type Answer = { toJson(): JsonValue }
-type Rpc<K extends keyof DataplaneClient> = (req: Parameters<DataplaneClient[K]>[0]) => Promise<Answer>
+type Rpc<K extends keyof DataplaneClient> = (
+  req: Parameters<DataplaneClient[K]>[0],
+) => Promise<Answer>
 
 export interface Differential {
   /** Both answers as JSON, asserted equal; returns ours. */

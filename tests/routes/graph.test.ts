@@ -191,7 +191,11 @@ describe('graph and interaction routes', () => {
     for (const cursor of ['abc', '1__2__3', '__x', 'notanumber__cid']) {
       await diff.bothReject('getFollowers', { actorDid: alice, limit: 5, cursor })
       await diff.bothReject('getActorLikes', { actorDid: alice, limit: 5, cursor })
-      await diff.bothReject('getRepostsBySubject', { subject: { uri: posts[0]! }, limit: 5, cursor })
+      await diff.bothReject('getRepostsBySubject', {
+        subject: { uri: posts[0]! },
+        limit: 5,
+        cursor,
+      })
     }
     for (const cursor of ['a__b', 'bad key!', '..']) {
       await diff.bothReject('getActorBookmarks', { actorDid: alice, limit: 5, cursor })
@@ -280,7 +284,13 @@ async function seedPrivate(ours: OurServer, sc: Sc): Promise<void> {
       { mutedByDid: alice!, subjectDid: bob!, createdAt: now },
       { mutedByDid: alice!, subjectDid: carol!, createdAt: now, onlyReposts: true },
       { mutedByDid: alice!, subjectDid: dan!, createdAt: now, onlyQuoteposts: true },
-      { mutedByDid: bob!, subjectDid: alice!, createdAt: now, onlyReposts: true, onlyQuoteposts: true },
+      {
+        mutedByDid: bob!,
+        subjectDid: alice!,
+        createdAt: now,
+        onlyReposts: true,
+        onlyQuoteposts: true,
+      },
     ])
     .execute()
   const curate = await db

@@ -4,7 +4,11 @@ import { EXAMPLE_LABELER, type SeedClient, type TestNetwork } from '@atproto/dev
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startOurServer, type OurServer } from '../harness/ours.ts'
 import { createUser, seedBasic, setProfile } from '../harness/seed.ts'
-import { startStockNetwork, type DataplaneClient, type StockNetwork } from '../harness/stock-network.ts'
+import {
+  startStockNetwork,
+  type DataplaneClient,
+  type StockNetwork,
+} from '../harness/stock-network.ts'
 import { differential, type Differential } from './differential.ts'
 
 type Did = `did:${string}:${string}`
@@ -273,11 +277,18 @@ async function seedDirect(
   await db
     .updateTable('record')
     .set({ tags: JSON.stringify(['hot', 'spam']) })
-    .where('uri', 'in', [sc.posts[alice!]![0]!.ref.uriStr, `at://${alice}/app.bsky.actor.profile/self`])
+    .where('uri', 'in', [
+      sc.posts[alice!]![0]!.ref.uriStr,
+      `at://${alice}/app.bsky.actor.profile/self`,
+    ])
     .execute()
   await db.updateTable('actor').set({ trustedVerifier: true }).where('did', '=', alice!).execute()
   await db.updateTable('actor').set({ takedownRef: 'mod-2' }).where('did', '=', dan!).execute()
-  await db.updateTable('actor').set({ upstreamStatus: 'deactivated' }).where('did', '=', bob!).execute()
+  await db
+    .updateTable('actor')
+    .set({ upstreamStatus: 'deactivated' })
+    .where('did', '=', bob!)
+    .execute()
   await db
     .updateTable('actor')
     .set({
@@ -335,8 +346,18 @@ async function seedDirect(
   await db
     .insertInto('op_thread_reply')
     .values([
-      { rootUri: roots.synthetic, parentUri: roots.synthetic, uri: `${roots.synthetic}-a`, deletedAt: null },
-      { rootUri: roots.synthetic, parentUri: `${roots.synthetic}-a`, uri: roots.synthetic, deletedAt: null },
+      {
+        rootUri: roots.synthetic,
+        parentUri: roots.synthetic,
+        uri: `${roots.synthetic}-a`,
+        deletedAt: null,
+      },
+      {
+        rootUri: roots.synthetic,
+        parentUri: `${roots.synthetic}-a`,
+        uri: roots.synthetic,
+        deletedAt: null,
+      },
     ])
     .execute()
 }

@@ -1,5 +1,6 @@
 // Wires the components for `openplane start`.
 import { readFileSync } from 'node:fs'
+import { sql } from 'kysely'
 import { createIdentity } from '@openplane/identity'
 import { Indexer, Writer, writerDeps } from '@openplane/ingest'
 import { startServer } from '@openplane/server'
@@ -43,10 +44,11 @@ export async function start(config: Config): Promise<Running> {
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
       : undefined,
     ctx: { db: db.db, identity },
-    health: async () => ({
-      ready: true,
-      indexers: indexers.map((i) => i.state()),
-    }),
+    // Ready = Postgres answers; indexer state is reported for dashboards and alerts.
+    health: async () => {
+      await sql`select 1`.execute(db.db)
+      return { ready: true, indexers: indexers.map((i) => i.state()) }
+    },
     control: {
       // Lets tests and operators wait until a given firehose seq is applied.
       async waitForSeq(source: string, seq: number) {

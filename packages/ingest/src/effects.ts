@@ -13,7 +13,11 @@ export class CounterBuffer {
     for (const c of counters ?? []) {
       const id = `${c.table}\u0000${c.column}\u0000${c.key}`
       const prev = this.deltas.get(id)
-      this.deltas.set(id, prev ? ({ ...prev, delta: prev.delta + c.delta } as Counter) : { ...c })
+      // An absolute value (recount) replaces whatever was summed before it.
+      this.deltas.set(
+        id,
+        prev && !c.set ? ({ ...prev, delta: prev.delta + c.delta } as Counter) : { ...c },
+      )
     }
   }
 
@@ -21,19 +25,20 @@ export class CounterBuffer {
   async flush(db: Db): Promise<void> {
     const groups = new Map<string, Counter[]>()
     for (const c of this.deltas.values()) {
-      const g = `${c.table}.${c.column}`
+      const g = `${c.table}.${c.column}.${c.set ? 'set' : 'add'}`
       groups.set(g, [...(groups.get(g) ?? []), c])
     }
     this.deltas.clear()
     for (const list of groups.values()) {
-      const { table, column } = list[0]!
+      const { table, column, set } = list[0]!
       const keyCol = table === 'post_agg' ? 'uri' : 'did'
       const col = sql.ref(column)
       const rows = sql.join(list.map((c) => sql`(${c.key}, ${c.delta}::bigint)`))
+      const value = set ? sql`excluded.${col}` : sql`${sql.table(table)}.${col} + excluded.${col}`
       await sql`
         insert into ${sql.table(table)} (${sql.ref(keyCol)}, ${col}) values ${rows}
         on conflict (${sql.ref(keyCol)})
-        do update set ${col} = ${sql.table(table)}.${col} + excluded.${col}
+        do update set ${col} = ${value}
       `.execute(db)
     }
   }

@@ -27,6 +27,7 @@ async function apply(ctx: RecordContext, effects: Effects, notify = true): Promi
 
 async function insertPrimary(ctx: RecordContext, plugin: AnyPlugin, ref: RecordRef, rec: unknown) {
   const values = await plugin.toRow(ctx.db, ref, rec)
+  if (!values) return null
   const inserted = await ctx.db
     .insertInto(plugin.table!)
     .values(values as never)
@@ -65,7 +66,7 @@ export async function createRecord(
   if (!plugin.table) return
   const inserted = await insertPrimary(ctx, plugin, ref, rec)
   if (inserted) {
-    await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref))
+    await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref, rec))
     return
   }
   const dup = await plugin.findDuplicate?.(ctx.db, ref, rec)
@@ -106,8 +107,8 @@ export async function updateRecord(
   const inserted = await insertPrimary(ctx, plugin, ref, rec)
   if (!inserted) throw new Error(`update of ${ref.uri} removed the row but could not replace it`)
   // An update notifies as "delete replaced by": the insert side adds rows and counts only.
-  await apply(ctx, await plugin.onDelete(ctx.db, deleted, inserted))
-  await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref), false)
+  await apply(ctx, await plugin.onDelete(ctx.db, deleted, inserted, rec))
+  await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref, rec), false)
 }
 
 export async function deleteRecord(
@@ -123,6 +124,7 @@ export async function deleteRecord(
   if (!deleted) return
   let promoted: Row | null = null
   let promotedRef: RecordRef | undefined
+  let promotedRec: unknown
   if (plugin.promoteDuplicateOnDelete !== false) {
     const found = await ctx.db
       .selectFrom('duplicate_record')
@@ -132,8 +134,8 @@ export async function deleteRecord(
       .limit(1)
       .select(['record.uri', 'record.cid', 'record.did', 'record.json', 'record.indexedAt'])
       .executeTakeFirst()
-    const rec = found ? tryParse(parse, plugin.collection, found.json) : undefined
-    if (found && rec !== undefined) {
+    promotedRec = found ? tryParse(parse, plugin.collection, found.json) : undefined
+    if (found && promotedRec !== undefined) {
       const [, , collection = '', rkey = ''] = found.uri.replace('at://', '').split('/')
       promotedRef = {
         uri: found.uri,
@@ -143,11 +145,13 @@ export async function deleteRecord(
         cid: found.cid,
         indexedAt: found.indexedAt,
       }
-      promoted = await insertPrimary(ctx, plugin, promotedRef, rec)
+      promoted = await insertPrimary(ctx, plugin, promotedRef, promotedRec)
     }
   }
-  await apply(ctx, await plugin.onDelete(ctx.db, deleted, promoted))
-  if (promoted && promotedRef) await apply(ctx, await plugin.onInsert(ctx.db, promoted, promotedRef), false)
+  await apply(ctx, await plugin.onDelete(ctx.db, deleted, promoted, promoted ? promotedRec : undefined))
+  if (promoted && promotedRef) {
+    await apply(ctx, await plugin.onInsert(ctx.db, promoted, promotedRef, promotedRec), false)
+  }
 }
 
 function tryParse(

@@ -23,19 +23,25 @@ export interface RecordRef {
 
 export type NotificationRow = Insertable<Tables['notification']>
 
-export type Counter =
+export type Counter = (
   | {
       table: 'post_agg'
       key: string
       column: 'likeCount' | 'replyCount' | 'repostCount' | 'quoteCount' | 'bookmarkCount'
-      delta: number
     }
   | {
       table: 'profile_agg'
       key: string
       column: 'followersCount' | 'followsCount' | 'postsCount'
-      delta: number
     }
+) & {
+  delta: number
+  /**
+   * `delta` is the absolute value, replacing the stored and buffered ones: for counts the stock
+   * recounts over rows that also vanish without a recount (quotes of a deleted post).
+   */
+  set?: boolean
+}
 
 export type RowInsert = {
   [T in TableName]: {
@@ -79,20 +85,33 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
   table: T | null
   /** Lexicon check and shape: throws on an invalid record. */
   parse(record: unknown): Rec
-  /** The primary row for this record. May read state (e.g. reply validation). */
-  toRow(db: Reader, ref: RecordRef, record: Rec): Promise<Insertable<Tables[T]>>
+  /**
+   * The primary row for this record. May read state (e.g. reply validation). Null keeps the
+   * record in `record` only (the stock skips e.g. a profile whose rkey is not `self`); throwing
+   * drops the whole record, `record` row included.
+   */
+  toRow(db: Reader, ref: RecordRef, record: Rec): Promise<Insertable<Tables[T]> | null>
   /**
    * When the primary insert hits a uniqueness rule other than the uri (a second like of the same
    * subject), the uri of the record that holds the slot; it is then tracked as a duplicate.
    */
   findDuplicate?(db: Reader, ref: RecordRef, record: Rec): Promise<string | null>
   /** Effects of a primary row that was actually inserted. */
-  onInsert(db: Reader, row: Selectable<Tables[T]>, ref: RecordRef): Promise<Effects> | Effects
-  /** Effects of a primary row that was actually deleted; `replacedBy` is set on updates. */
+  onInsert(
+    db: Reader,
+    row: Selectable<Tables[T]>,
+    ref: RecordRef,
+    record: Rec,
+  ): Promise<Effects> | Effects
+  /**
+   * Effects of a primary row that was actually deleted; `replacedBy` (and its record) is set on
+   * updates and duplicate promotions, whose notifications come from here.
+   */
   onDelete(
     db: Reader,
     row: Selectable<Tables[T]>,
     replacedBy: Selectable<Tables[T]> | null,
+    replacedByRecord?: Rec,
   ): Promise<Effects> | Effects
   /** On delete, re-index the oldest duplicate in its place (default true). */
   promoteDuplicateOnDelete?: boolean

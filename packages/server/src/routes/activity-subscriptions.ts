@@ -1,7 +1,8 @@
 // Activity subscriptions (private, stash-keyed): whom an actor subscribed to, by key, newest key
 // first, and the actor's subscription to each of a batch of subjects.
 import type { RouteContext, Routes } from './context.ts'
-import { decodeKeyCursor, keyDesc, pageSize } from './util/keyset.ts'
+import { decodeKeyCursor, keyDesc } from './util/keyset.ts'
+import { pageSize } from './util/stock-cursors.ts'
 import { page } from './util/pagination.ts'
 
 const SUBSCRIPTION_NAMESPACE = 'app.bsky.notification.defs#subjectActivitySubscription'

@@ -2,7 +2,8 @@
 // batch of subjects the actor bookmarked.
 import { Timestamp } from '@bufbuild/protobuf'
 import type { RouteContext, Routes } from './context.ts'
-import { decodeKeyCursor, keyDesc, pageSize } from './util/keyset.ts'
+import { decodeKeyCursor, keyDesc } from './util/keyset.ts'
+import { pageSize } from './util/stock-cursors.ts'
 import { page } from './util/pagination.ts'
 
 const BOOKMARK_NAMESPACE = 'app.bsky.bookmark.defs#bookmark'

@@ -2,7 +2,8 @@
 // actor and a batch of others. Follows of or by actors unknown to the index are left out of the
 // lists (the stock joins `actor`).
 import type { RouteContext, Routes } from './context.ts'
-import { pageSize, timeKeyDesc } from './util/keyset.ts'
+import { timeKeyDesc } from './util/keyset.ts'
+import { pageSize } from './util/stock-cursors.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 
 export default (ctx: RouteContext): Routes => ({

@@ -2,7 +2,8 @@
 // actor liked, and "liked by people you follow" per subject.
 import { sql } from 'kysely'
 import type { RouteContext, Routes } from './context.ts'
-import { pageSize, timeKeyDesc } from './util/keyset.ts'
+import { timeKeyDesc } from './util/keyset.ts'
+import { pageSize } from './util/stock-cursors.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 
 // How far back into a subject's likes the known-likers search looks: a bounded scan per subject

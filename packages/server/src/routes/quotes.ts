@@ -1,6 +1,7 @@
 // Quotes: posts quoting a subject, newest first (the subject ref's cid is ignored, as in the stock).
 import type { RouteContext, Routes } from './context.ts'
-import { pageSize, timeKeyDesc } from './util/keyset.ts'
+import { timeKeyDesc } from './util/keyset.ts'
+import { pageSize } from './util/stock-cursors.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 
 export default (ctx: RouteContext): Routes => ({

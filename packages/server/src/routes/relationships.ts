@@ -63,9 +63,7 @@ function listVia(
   where: RawBuilder<unknown>,
 ): RawBuilder<string | null> {
   const on =
-    joinTable === 'list_mute'
-      ? sql`j."listUri" = li."listUri"`
-      : sql`j."subjectUri" = li."listUri"`
+    joinTable === 'list_mute' ? sql`j."listUri" = li."listUri"` : sql`j."subjectUri" = li."listUri"`
   return sql<string | null>`(select min(li."listUri") from list_item li
     join ${sql.table(joinTable)} j on ${on} where ${where})`
 }

@@ -1,7 +1,8 @@
 // Reposts: reposts of a subject and an actor's reposts (newest first), and which of a batch of
 // subjects an actor reposted.
 import type { RouteContext, Routes } from './context.ts'
-import { pageSize, timeKeyDesc } from './util/keyset.ts'
+import { timeKeyDesc } from './util/keyset.ts'
+import { pageSize } from './util/stock-cursors.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 
 export default (ctx: RouteContext): Routes => ({

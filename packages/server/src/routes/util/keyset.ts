@@ -1,20 +1,7 @@
-// Paging pieces pagination.ts lacks: the stock's treatment of limits, and its single-key cursor
-// over stash keys (bookmarks, activity subscriptions), which pages by `key desc`.
+// Paging pieces beside pagination.ts: applying a time+key page to a query, and the stock's
+// single-key cursor over stash keys (bookmarks, activity subscriptions), which pages `key desc`.
 import { sql, type SelectQueryBuilder } from 'kysely'
 import { before, malformedCursor, type TimeKey } from './pagination.ts'
-
-// The AppView's lexicons cap page sizes at 100; this only keeps a stray request from reading an
-// unbounded result.
-const MAX_PAGE = 1000
-
-/**
- * The stock answers a page of nothing (and no cursor) for a limit of zero or less, rather than
- * falling back to a default, so 0 here means "return an empty page".
- */
-export function pageSize(limit: number): number {
-  if (!Number.isFinite(limit) || limit <= 0) return 0
-  return Math.min(Math.floor(limit), MAX_PAGE)
-}
 
 /**
  * Orders by (time desc, key desc), starts after the cursor position and reads one row past the
