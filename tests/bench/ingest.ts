@@ -6,10 +6,11 @@ import { performance } from 'node:perf_hooks'
 import { IdResolver } from '@atproto/identity'
 import { Database, RepoSubscription } from '@atproto/bsky'
 import { mockResolvers } from '@atproto/dev-env'
+import { createPgDb, migrateToLatest } from '@openplane/db'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { startFakeRelay } from '../harness/fake-relay.ts'
 import { diffSchemas, INDEXED_TABLES, startIndexerOn } from '../harness/indexer.ts'
-import { createUser } from '../harness/seed.ts'
+import { createUser, type Did } from '../harness/seed.ts'
 import { dropSchemas, startStockNetwork } from '../harness/stock-network.ts'
 import { recordFirehose } from './record-firehose.ts'
 
@@ -21,7 +22,7 @@ const net = await startStockNetwork()
 const { network, sc } = net
 try {
   log(`generating ${USERS} users and ${RECORDS} records through the PDS…`)
-  const users: string[] = []
+  const users: Did[] = []
   for (let i = 0; i < USERS; i++) users.push(await createUser(sc, `user${i}`))
   const posts: Awaited<ReturnType<typeof sc.post>>[] = []
   let made = 0
@@ -60,11 +61,16 @@ try {
   const stockSecs = (performance.now() - start) / 1000
   await stockSub.destroy()
 
-  // Ours, in-process, same relay, same Postgres.
+  // Ours, in-process, same relay, same Postgres; the schema is migrated before timing starts,
+  // as the stock's is.
+  const oursSchema = uniqueName('bench_ours')
+  const pre = createPgDb({ url: PG_URL, schema: oursSchema })
+  await migrateToLatest(pre)
+  await pre.close()
   start = performance.now()
   const ours = await startIndexerOn(
     { source: relay.url, plcUrl: network.plc.url, testPdsUrl: network.pds.url, headSeq: async () => head },
-    { batchSize: 500 },
+    { batchSize: 500, schema: oursSchema },
   )
   await ours.catchUp()
   const oursSecs = (performance.now() - start) / 1000
@@ -82,7 +88,9 @@ try {
   await relay.close()
   await stockDb.close()
   await dropSchemas([stockSchema])
+} catch (err) {
+  console.error(err)
+  process.exitCode = 1
 } finally {
   await net.close()
 }
-process.exit(0)

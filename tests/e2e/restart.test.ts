@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { diffSchemas, INDEXED_TABLES, startOurIndexer, type OurIndexer } from '../harness/indexer.ts'
 import { spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
-import { seedBasic } from '../harness/seed.ts'
+import { seedBasic, type Did } from '../harness/seed.ts'
 import { dropSchemas, startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
 
 async function appliedSeq(url: string): Promise<number> {
@@ -26,7 +26,7 @@ describe('restart after kill -9', () => {
   beforeAll(async () => {
     net = await startStockNetwork()
     const d = await seedBasic(net.sc)
-    const users = Object.values(d)
+    const users: Did[] = Object.values(d)
     // A stream long enough to be interrupted: posts, likes, reposts, follows churn.
     for (let i = 0; i < 40; i++) {
       const by = users[i % users.length]!

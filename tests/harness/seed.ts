@@ -7,14 +7,15 @@ export const IMAGES = path.resolve(import.meta.dirname, '../fixtures/images')
 export const NAMES = ['alice', 'bob', 'carol', 'dan'] as const
 
 type Sc = SeedClient<TestNetwork>
+export type Did = `did:${string}:${string}`
 
-export async function createUser(sc: Sc, name: string): Promise<string> {
+export async function createUser(sc: Sc, name: string): Promise<Did> {
   await sc.createAccount(name, {
     handle: `${name}.test`,
     email: `${name}@test.com`,
     password: `${name}-pass`,
   })
-  return sc.dids[name]!
+  return sc.dids[name] as Did
 }
 
 export async function setProfile(
@@ -33,10 +34,10 @@ export async function setProfile(
 }
 
 /** Four users with profiles, follows, posts (text, images, quotes, mentions), likes, replies, reposts. */
-export async function seedBasic(sc: Sc): Promise<Record<string, string>> {
-  const d: Record<string, string> = {}
+export async function seedBasic(sc: Sc): Promise<Record<(typeof NAMES)[number], Did>> {
+  const d = {} as Record<(typeof NAMES)[number], Did>
   for (const n of NAMES) d[n] = await createUser(sc, n)
-  const { alice, bob, carol, dan } = d as Record<(typeof NAMES)[number], never>
+  const { alice, bob, carol, dan } = d
   await setProfile(sc, alice, 'Alice', 'its me!', {
     labels: { $type: 'com.atproto.label.defs#selfLabels', values: [{ val: 'self-label-a' }] },
   })

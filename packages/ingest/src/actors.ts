@@ -1,6 +1,6 @@
 // Actor rows: handles (verified both ways, with the stock's contention rule), upstream account
 // status, and the removal of a deleted account's whole index.
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 
 type Db = Kysely<DatabaseSchema>
@@ -101,15 +101,21 @@ export async function deleteAccount(db: Db, did: string): Promise<void> {
   await db.deleteFrom('notification').where('did', '=', did).execute()
 }
 
-export async function setCommitLastSeen(
+/** actor_sync: the last commit seen per repo (read by GetLatestRev). */
+export async function setCommitsLastSeen(
   db: Db,
-  did: string,
-  commitCid: string,
-  rev: string,
+  seen: Map<string, { commit: string; rev: string }>,
 ): Promise<void> {
+  if (!seen.size) return
+  const rows = [...seen].map(([did, s]) => ({ did, commitCid: s.commit, repoRev: s.rev || null }))
   await db
     .insertInto('actor_sync')
-    .values({ did, commitCid, repoRev: rev || null })
-    .onConflict((oc) => oc.column('did').doUpdateSet({ commitCid, repoRev: rev || null }))
+    .values(rows)
+    .onConflict((oc) =>
+      oc.column('did').doUpdateSet({
+        commitCid: sql.ref('excluded.commitCid'),
+        repoRev: sql.ref('excluded.repoRev'),
+      }),
+    )
     .execute()
 }

@@ -9,6 +9,12 @@ type Db = Kysely<DatabaseSchema>
 export class CounterBuffer {
   private deltas = new Map<string, Counter>()
 
+  /** For savepoint rollbacks: buffers are not in the database, so they roll back by hand. */
+  snapshot(): () => void {
+    const copy = new Map(this.deltas)
+    return () => (this.deltas = copy)
+  }
+
   add(counters: Counter[] | undefined): void {
     for (const c of counters ?? []) {
       const id = `${c.table}\u0000${c.column}\u0000${c.key}`
@@ -70,18 +76,36 @@ export async function applyRows(db: Db, rows: RowWrite[] | undefined): Promise<v
   }
 }
 
-/** Removes notifications caused by the given records, then adds the new ones. */
-export async function applyNotifications(
-  db: Db,
-  deleteFor: string[] | undefined,
-  notifications: NotificationRow[] | undefined,
-): Promise<void> {
-  if (deleteFor?.length) {
-    await db.deleteFrom('notification').where('recordUri', 'in', deleteFor).execute()
+/**
+ * Notifications of a batch, inserted together at its end. A deletion removes matching rows now
+ * and drops matching buffered ones, so "create then delete" inside one batch leaves nothing.
+ */
+export class NotificationBuffer {
+  private pending: NotificationRow[] = []
+
+  snapshot(): () => void {
+    const copy = [...this.pending]
+    return () => (this.pending = copy)
   }
-  if (!notifications?.length) return
-  const kept = await withoutThreadMutes(db, notifications)
-  if (kept.length) await db.insertInto('notification').values(kept).execute()
+
+  async apply(db: Db, deleteFor: string[] | undefined, add: NotificationRow[] | undefined) {
+    if (deleteFor?.length) {
+      await db.deleteFrom('notification').where('recordUri', 'in', deleteFor).execute()
+      const gone = new Set(deleteFor)
+      this.pending = this.pending.filter((n) => !gone.has(n.recordUri))
+    }
+    if (add?.length) this.pending.push(...add)
+  }
+
+  async flush(db: Db): Promise<void> {
+    const all = this.pending
+    this.pending = []
+    if (!all.length) return
+    const kept = await withoutThreadMutes(db, all)
+    for (let i = 0; i < kept.length; i += 1000) {
+      await db.insertInto('notification').values(kept.slice(i, i + 1000)).execute()
+    }
+  }
 }
 
 // A recipient who muted a thread gets no notifications about posts in it (the stock's rule).

@@ -8,7 +8,7 @@ import { lexParse, lexStringify } from '@atproto/lex-json'
 type LexValue = Parameters<typeof lexStringify>[0]
 import type { DatabaseSchema } from '@openplane/db'
 import type { Effects, RecordPlugin, RecordRef, TableName, Tables } from '@openplane/plugins'
-import { applyNotifications, applyRows, type CounterBuffer } from './effects.ts'
+import { applyRows, type CounterBuffer, type NotificationBuffer } from './effects.ts'
 
 type Db = Kysely<DatabaseSchema>
 type AnyPlugin = RecordPlugin<unknown, TableName>
@@ -17,12 +17,15 @@ type Row = Selectable<Tables[TableName]>
 export interface RecordContext {
   db: Db
   counters: CounterBuffer
+  notifications: NotificationBuffer
 }
 
 async function apply(ctx: RecordContext, effects: Effects, notify = true): Promise<void> {
   await applyRows(ctx.db, effects.rows)
   ctx.counters.add(effects.counters)
-  if (notify) await applyNotifications(ctx.db, effects.deleteNotificationsFor, effects.notifications)
+  if (notify) {
+    await ctx.notifications.apply(ctx.db, effects.deleteNotificationsFor, effects.notifications)
+  }
 }
 
 async function insertPrimary(ctx: RecordContext, plugin: AnyPlugin, ref: RecordRef, rec: unknown) {

@@ -5,16 +5,16 @@
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { InvalidRecordError, pluginFor, parseRecord, type RecordRef } from '@openplane/plugins'
-import { childLogger, counter } from '@openplane/telemetry'
+import { childLogger, counter, histogram } from '@openplane/telemetry'
 import {
   AccountStatusError,
   deleteAccount,
   needsHandleReindex,
-  setCommitLastSeen,
+  setCommitsLastSeen,
   setHandle,
   setUpstreamStatus,
 } from './actors.ts'
-import { CounterBuffer } from './effects.ts'
+import { CounterBuffer, NotificationBuffer } from './effects.ts'
 import type { IngestEvent } from './events.ts'
 import { createRecord, deleteRecord, updateRecord, type RecordContext } from './records.ts'
 
@@ -30,6 +30,14 @@ const events = counter('openplane_indexer_events_total', 'Firehose events by typ
   'type',
   'outcome',
 ])
+
+const batchSeconds = histogram(
+  'openplane_indexer_batch_seconds',
+  'Time per batch: network lookups before the transaction, then the transaction',
+  ['phase'],
+  [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+)
+const batchEvents = histogram('openplane_indexer_batch_events', 'Events per batch', [], [1, 10, 50, 100, 250, 500, 1000, 5000])
 
 export interface WriterDeps {
   /** Verified handle for a DID (null if it does not verify), or undefined if unresolvable now. */
@@ -55,7 +63,11 @@ export class Writer {
 
   async applyBatch(source: string, batch: IngestEvent[]): Promise<void> {
     if (!batch.length) return
+    batchEvents.observe(batch.length)
+    const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
     const prepared = await this.prepare(batch)
+    const prepareSecs = endPrepare()
+    const endWrite = batchSeconds.startTimer({ phase: 'write' })
     const cursor = batch[batch.length - 1]!.seq
     try {
       await this.db.transaction().execute((tx) => this.run(tx, source, batch, prepared, cursor, false))
@@ -64,6 +76,8 @@ export class Writer {
       log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
       await this.db.transaction().execute((tx) => this.run(tx, source, batch, prepared, cursor, true))
     }
+    const writeSecs = endWrite()
+    log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')
   }
 
   private async run(
@@ -75,23 +89,29 @@ export class Writer {
     isolate: boolean,
   ): Promise<void> {
     const counters = new CounterBuffer()
-    const ctx: RecordContext = { db: tx, counters }
+    const notifications = new NotificationBuffer()
+    const ctx: RecordContext = { db: tx, counters, notifications }
+    const seen = new Map<string, { commit: string; rev: string }>()
     for (const [i, evt] of batch.entries()) {
       if (!isolate) {
-        await this.applyEvent(ctx, evt, i, prepared, false)
+        await this.applyEvent(ctx, evt, i, prepared, false, seen)
         continue
       }
       await sql`savepoint evt`.execute(tx)
+      const restore = snapshot(ctx, seen)
       try {
-        await this.applyEvent(ctx, evt, i, prepared, true)
+        await this.applyEvent(ctx, evt, i, prepared, true, seen)
         await sql`release savepoint evt`.execute(tx)
       } catch (err) {
         await sql`rollback to savepoint evt`.execute(tx)
+        restore()
         events.inc({ type: evt.type, outcome: 'error' })
         log.error({ err, seq: evt.seq, did: evt.did, type: evt.type }, 'event skipped')
       }
     }
     await counters.flush(tx)
+    await notifications.flush(tx)
+    await setCommitsLastSeen(tx, seen)
     await tx
       .insertInto('openplane_cursor')
       .values({ source, seq: cursor })
@@ -105,6 +125,7 @@ export class Writer {
     index: number,
     prepared: Prepared,
     isolate: boolean,
+    seen: Map<string, { commit: string; rev: string }>,
   ): Promise<void> {
     const tx = ctx.db
     const handle = prepared.handles.get(index)
@@ -116,10 +137,11 @@ export class Writer {
         // The stock handles ops, not commits: a commit without ops leaves no trace.
         if (!evt.ops.length) return
         for (const op of evt.ops) await this.applyOp(ctx, evt, op, isolate)
-        await setCommitLastSeen(tx, evt.did, evt.commit, evt.rev)
+        // The latest commit per repo is written once per batch.
+        seen.set(evt.did, { commit: evt.commit, rev: evt.rev })
         break
       case 'sync':
-        await setCommitLastSeen(tx, evt.did, evt.commit, evt.rev)
+        seen.set(evt.did, { commit: evt.commit, rev: evt.rev })
         break
       case 'identity':
         break
@@ -182,11 +204,13 @@ export class Writer {
     } else {
       // Inside isolation each op gets its own savepoint so one bad record spares its commit.
       await sql`savepoint op`.execute(ctx.db)
+      const restore = snapshot(ctx)
       try {
         await write(ctx, plugin, ref, rec)
         await sql`release savepoint op`.execute(ctx.db)
       } catch (err) {
         await sql`rollback to savepoint op`.execute(ctx.db)
+        restore()
         ops.inc({ ...label, outcome: 'error' })
         log.error({ err, uri }, 'record skipped')
         return
@@ -242,5 +266,20 @@ export class Writer {
       if (hosted) deletions.delete(index)
     }
     return { handles, deletions }
+  }
+}
+
+/** Captures the in-memory batch buffers so a savepoint rollback can drop their share too. */
+function snapshot(ctx: RecordContext, seen?: Map<string, { commit: string; rev: string }>) {
+  const counters = ctx.counters.snapshot()
+  const notifications = ctx.notifications.snapshot()
+  const seenCopy = seen ? new Map(seen) : undefined
+  return () => {
+    counters()
+    notifications()
+    if (seen && seenCopy) {
+      seen.clear()
+      for (const [k, v] of seenCopy) seen.set(k, v)
+    }
   }
 }
