@@ -20,11 +20,15 @@ function generate(out: string): void {
       { local: path.join(bin, 'protoc-gen-connect-es'), out, opt },
     ],
   }
-  execFileSync(path.join(bin, 'buf'), ['generate', 'proto', '--template', JSON.stringify(template)], {
-    cwd: root,
-    stdio: 'inherit',
-    env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
-  })
+  execFileSync(
+    path.join(bin, 'buf'),
+    ['generate', 'proto', '--template', JSON.stringify(template)],
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
+    },
+  )
 }
 
 if (process.argv.includes('--check')) {
@@ -32,7 +36,8 @@ if (process.argv.includes('--check')) {
   try {
     generate(tmp)
     const stale = readdirSync(tmp).filter(
-      (f) => readFileSync(path.join(tmp, f), 'utf8') !== readFileSync(path.join(GEN_DIR, f), 'utf8'),
+      (f) =>
+        readFileSync(path.join(tmp, f), 'utf8') !== readFileSync(path.join(GEN_DIR, f), 'utf8'),
     )
     if (stale.length) {
       console.error(`generated code is out of date (${stale.join(', ')}): run \`pnpm codegen\``)

@@ -58,12 +58,15 @@ export function diffContracts(expected: Contract, actual: Contract): string[] {
     const a = am.get(name)
     if (!a) out.push(`rpc ${name}: missing`)
     else {
-      if (a.I.typeName !== m.I.typeName) out.push(`rpc ${name}: input ${a.I.typeName} != ${m.I.typeName}`)
-      if (a.O.typeName !== m.O.typeName) out.push(`rpc ${name}: output ${a.O.typeName} != ${m.O.typeName}`)
+      if (a.I.typeName !== m.I.typeName)
+        out.push(`rpc ${name}: input ${a.I.typeName} != ${m.I.typeName}`)
+      if (a.O.typeName !== m.O.typeName)
+        out.push(`rpc ${name}: output ${a.O.typeName} != ${m.O.typeName}`)
       if (a.kind !== m.kind) out.push(`rpc ${name}: kind ${a.kind} != ${m.kind}`)
     }
   }
-  for (const name of am.keys()) if (!em.has(name)) out.push(`rpc ${name}: not in the stock contract`)
+  for (const name of am.keys())
+    if (!em.has(name)) out.push(`rpc ${name}: not in the stock contract`)
 
   const e = collect(expected.pb)
   const a = collect(actual.pb)
@@ -87,7 +90,8 @@ export function diffContracts(expected: Contract, actual: Contract): string[] {
       }
       ours.delete(f.no)
     }
-    for (const f of ours.values()) out.push(`${typeName}.${f.name} (#${f.no}): not in the stock contract`)
+    for (const f of ours.values())
+      out.push(`${typeName}.${f.name} (#${f.no}): not in the stock contract`)
   }
   for (const typeName of a.messages.keys()) {
     if (!e.messages.has(typeName)) out.push(`message ${typeName}: not in the stock contract`)

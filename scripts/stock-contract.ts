@@ -51,7 +51,8 @@ export async function stockPackageDir(): Promise<string> {
 
 export async function loadStockContract(): Promise<StockContract> {
   const dir = await stockPackageDir()
-  const version = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8')).version as string
+  const version = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8'))
+    .version as string
   const pbFile = path.join(dir, 'dist/proto/bsky_pb.js')
   const pbSource = await readFile(pbFile, 'utf8')
   const pb = (await import(pbFile)) as Record<string, unknown>

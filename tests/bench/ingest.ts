@@ -31,7 +31,8 @@ try {
     const by = users[made % USERS]!
     const kind = made % 10
     if (kind < 3 || posts.length < 5) posts.push(await sc.post(by, `post ${made}`))
-    else if (kind < 7) await sc.like(by, posts[(made * 7) % posts.length]!.ref).catch(() => undefined)
+    else if (kind < 7)
+      await sc.like(by, posts[(made * 7) % posts.length]!.ref).catch(() => undefined)
     else if (kind < 8) await sc.repost(by, posts[(made * 3) % posts.length]!.ref)
     else if (kind < 9) await sc.follow(by, users[(made * 13) % USERS]!).catch(() => undefined)
     else {
@@ -69,7 +70,12 @@ try {
   await pre.close()
   start = performance.now()
   const ours = await startIndexerOn(
-    { source: relay.url, plcUrl: network.plc.url, testPdsUrl: network.pds.url, headSeq: async () => head },
+    {
+      source: relay.url,
+      plcUrl: network.plc.url,
+      testPdsUrl: network.pds.url,
+      headSeq: async () => head,
+    },
     { batchSize: 500, schema: oursSchema },
   )
   await ours.catchUp()
@@ -80,10 +86,16 @@ try {
   console.log('')
   console.log(`| indexer | events | seconds | events/s |`)
   console.log(`| --- | ---: | ---: | ---: |`)
-  console.log(`| stock (@atproto/bsky RepoSubscription) | ${ops} | ${stockSecs.toFixed(2)} | ${stockRate.toFixed(0)} |`)
+  console.log(
+    `| stock (@atproto/bsky RepoSubscription) | ${ops} | ${stockSecs.toFixed(2)} | ${stockRate.toFixed(0)} |`,
+  )
   console.log(`| openplane | ${ops} | ${oursSecs.toFixed(2)} | ${oursRate.toFixed(0)} |`)
   console.log(`\nratio ours/stock: ${(oursRate / stockRate).toFixed(1)}x`)
-  console.log(diffs.length ? `WARNING: tables differ:\n${diffs.join('\n')}` : 'both sides wrote identical rows')
+  console.log(
+    diffs.length
+      ? `WARNING: tables differ:\n${diffs.join('\n')}`
+      : 'both sides wrote identical rows',
+  )
   await ours.close()
   await relay.close()
   await stockDb.close()

@@ -25,7 +25,9 @@ describe('bsky.Service contract', () => {
       pb: ours as unknown as Record<string, unknown>,
     })
     expect(drift).toEqual([])
-    expect(Object.keys(OurService.methods).length).toBe(Object.keys(expected.service.methods).length)
+    expect(Object.keys(OurService.methods).length).toBe(
+      Object.keys(expected.service.methods).length,
+    )
   })
 
   it('detects drift (a changed field type, a missing rpc)', async () => {

@@ -46,7 +46,12 @@ describe('stock AppView: our dataplane vs the stock dataplane', () => {
     await dropSchemas([schema])
   })
 
-  async function call(base: string, nsid: string, params: Record<string, string | string[]>, viewer?: string) {
+  async function call(
+    base: string,
+    nsid: string,
+    params: Record<string, string | string[]>,
+    viewer?: string,
+  ) {
     const url = new URL(`/xrpc/${nsid}`, base)
     for (const [k, v] of Object.entries(params)) {
       for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, one)
@@ -70,7 +75,8 @@ describe('stock AppView: our dataplane vs the stock dataplane', () => {
 
   it('getProfile / getProfiles', async () => {
     for (const viewer of viewers()) {
-      for (const did of Object.values(dids)) await same('app.bsky.actor.getProfile', { actor: did }, viewer)
+      for (const did of Object.values(dids))
+        await same('app.bsky.actor.getProfile', { actor: did }, viewer)
       await same('app.bsky.actor.getProfile', { actor: 'bob.test' }, viewer)
       await same('app.bsky.actor.getProfiles', { actors: Object.values(dids) }, viewer)
     }
@@ -91,7 +97,9 @@ describe('stock AppView: our dataplane vs the stock dataplane', () => {
           for (let page = 0; page < 10; page++) {
             const params: Record<string, string> = { actor: did, filter, limit: '2' }
             if (cursor) params.cursor = cursor
-            const body = (await same('app.bsky.feed.getAuthorFeed', params, viewer)) as { cursor?: string }
+            const body = (await same('app.bsky.feed.getAuthorFeed', params, viewer)) as {
+              cursor?: string
+            }
             cursor = body.cursor
             if (!cursor) break
           }
@@ -104,7 +112,11 @@ describe('stock AppView: our dataplane vs the stock dataplane', () => {
     const uris = Object.values(net.sc.posts)
       .flat()
       .map((p) => p.ref.uriStr)
-      .concat(Object.values(net.sc.replies).flat().map((p) => p.ref.uriStr))
+      .concat(
+        Object.values(net.sc.replies)
+          .flat()
+          .map((p) => p.ref.uriStr),
+      )
     expect(uris.length).toBeGreaterThan(5)
     for (const viewer of viewers()) {
       for (let i = 0; i < uris.length; i += 25) {
@@ -122,8 +134,11 @@ describe('stock AppView: our dataplane vs the stock dataplane', () => {
       for (const did of Object.values(dids)) {
         for (const nsid of ['app.bsky.graph.getFollowers', 'app.bsky.graph.getFollows']) {
           await same(nsid, { actor: did }, viewer)
-          const first = (await same(nsid, { actor: did, limit: '1' }, viewer)) as { cursor?: string }
-          if (first.cursor) await same(nsid, { actor: did, limit: '1', cursor: first.cursor }, viewer)
+          const first = (await same(nsid, { actor: did, limit: '1' }, viewer)) as {
+            cursor?: string
+          }
+          if (first.cursor)
+            await same(nsid, { actor: did, limit: '1', cursor: first.cursor }, viewer)
         }
       }
     }

@@ -2,7 +2,12 @@
 // rows, notifications or counts — because the cursor commits with the data it covers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
-import { diffSchemas, INDEXED_TABLES, startOurIndexer, type OurIndexer } from '../harness/indexer.ts'
+import {
+  diffSchemas,
+  INDEXED_TABLES,
+  startOurIndexer,
+  type OurIndexer,
+} from '../harness/indexer.ts'
 import { spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
 import { seedBasic, type Did } from '../harness/seed.ts'
 import { dropSchemas, startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
@@ -33,7 +38,8 @@ describe('restart after kill -9', () => {
       const post = await net.sc.post(by, `post ${i}`)
       for (const u of users) if (u !== by) await net.sc.like(u, post.ref)
       if (i % 3 === 0) await net.sc.repost(users[(i + 1) % users.length]!, post.ref)
-      if (i % 5 === 0) await net.sc.reply(users[(i + 2) % users.length]!, post.ref, post.ref, `re ${i}`)
+      if (i % 5 === 0)
+        await net.sc.reply(users[(i + 2) % users.length]!, post.ref, post.ref, `re ${i}`)
     }
     target = (await net.network.pds.ctx.sequencer.curr()) ?? 0
   })
@@ -52,7 +58,11 @@ describe('restart after kill -9', () => {
       schema,
       plcUrl: net.network.plc.url,
       pdsUrl: net.network.pds.url,
-      extra: { DATAPLANE_FIREHOSE_CURSOR: '0', DATAPLANE_BATCH_SIZE: '3', DATAPLANE_BATCH_WAIT_MS: '1' },
+      extra: {
+        DATAPLANE_FIREHOSE_CURSOR: '0',
+        DATAPLANE_BATCH_SIZE: '3',
+        DATAPLANE_BATCH_WAIT_MS: '1',
+      },
     }
     first = await spawnDataplane(env)
     // Kill once some, but not all, of the stream is applied.

@@ -24,7 +24,10 @@ function varint(n: number): number[] {
 }
 
 /** A CARv1 file: header with one root, then the given blocks. */
-export function car(root: { bytes: Uint8Array }, blocks: { cid: { bytes: Uint8Array }; bytes: Uint8Array }[]): Uint8Array {
+export function car(
+  root: { bytes: Uint8Array },
+  blocks: { cid: { bytes: Uint8Array }; bytes: Uint8Array }[],
+): Uint8Array {
   const parts: number[] = []
   const header = encode({ version: 1, roots: [root] } as unknown as Lex)
   parts.push(...varint(header.length), ...header)
@@ -44,7 +47,12 @@ export interface CraftOp {
 }
 
 /** A #commit frame whose CAR holds the op records (no MST: trusted-relay parsing needs none). */
-export async function commitFrame(seq: number, did: string, ops: CraftOp[], time = new Date().toISOString()) {
+export async function commitFrame(
+  seq: number,
+  did: string,
+  ops: CraftOp[],
+  time = new Date().toISOString(),
+) {
   const blocks: { cid: { bytes: Uint8Array }; bytes: Uint8Array }[] = []
   const wireOps: Lex[] = []
   for (const op of ops) {

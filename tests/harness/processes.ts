@@ -40,12 +40,16 @@ async function spawnReady(
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)))
   const deadline = Date.now() + 60_000
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`${args.join(' ')} exited ${proc.exitCode}:\n${out}`)
+    if (proc.exitCode !== null)
+      throw new Error(`${args.join(' ')} exited ${proc.exitCode}:\n${out}`)
     if (Date.now() > deadline) {
       proc.kill('SIGKILL')
       throw new Error(`${args.join(' ')} did not become ready:\n${out}`)
     }
-    const ok = await fetch(url + readyPath).then((r) => r.ok, () => false)
+    const ok = await fetch(url + readyPath).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     await new Promise((r) => setTimeout(r, 200))
   }

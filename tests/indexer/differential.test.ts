@@ -1,7 +1,12 @@
 // The indexer differential: the stock indexer and ours consume the same PDS firehose; every table
 // the indexer writes must end up with the same rows (notification ids aside).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { diffSchemas, INDEXED_TABLES, startOurIndexer, type OurIndexer } from '../harness/indexer.ts'
+import {
+  diffSchemas,
+  INDEXED_TABLES,
+  startOurIndexer,
+  type OurIndexer,
+} from '../harness/indexer.ts'
 import { playScenario } from '../harness/scenario.ts'
 import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
 

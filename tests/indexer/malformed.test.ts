@@ -62,14 +62,19 @@ describe('malformed firehose input', () => {
   })
 
   it('counts what it skipped', async () => {
-    const malformed = (await metric('openplane_firehose_frames_total', { outcome: 'malformed' })) - before.malformed!
+    const malformed =
+      (await metric('openplane_firehose_frames_total', { outcome: 'malformed' })) -
+      before.malformed!
     // garbage, single part, non-map header, no blocks, bad DID
     expect(malformed).toBe(5)
     expect(await metric('openplane_firehose_dropped_ops_total', {})).toBeGreaterThanOrEqual(1)
-    const invalid = (await metric('openplane_indexer_ops_total', { outcome: 'invalid' })) - before.invalid!
+    const invalid =
+      (await metric('openplane_indexer_ops_total', { outcome: 'invalid' })) - before.invalid!
     // text is a number, oversized text, like without subject
     expect(invalid).toBe(3)
     // The NUL bytes are rejected by Postgres, isolated and counted as errors.
-    expect(await metric('openplane_indexer_ops_total', { outcome: 'error' })).toBeGreaterThanOrEqual(2)
+    expect(
+      await metric('openplane_indexer_ops_total', { outcome: 'error' }),
+    ).toBeGreaterThanOrEqual(2)
   })
 })

@@ -3,7 +3,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { seedBasic } from '../harness/seed.ts'
 import { startOurServer, type OurServer } from '../harness/ours.ts'
-import { startStockNetwork, type DataplaneClient, type StockNetwork } from '../harness/stock-network.ts'
+import {
+  startStockNetwork,
+  type DataplaneClient,
+  type StockNetwork,
+} from '../harness/stock-network.ts'
 
 describe('identity and ping routes', () => {
   let net: StockNetwork

@@ -7,7 +7,11 @@ import type { Config } from './config.ts'
 export async function openDatabase(config: Config): Promise<Db> {
   let db: Db
   if (config.postgres) {
-    db = createPgDb({ url: config.postgres.url, schema: config.schema, poolSize: config.postgres.poolSize })
+    db = createPgDb({
+      url: config.postgres.url,
+      schema: config.schema,
+      poolSize: config.postgres.poolSize,
+    })
   } else {
     const dataDir = path.resolve(config.dataDir, 'postgres')
     logger.info({ dataDir }, 'no DB_POSTGRES_URL: using the embedded Postgres')

@@ -58,9 +58,11 @@ export async function applyRows(db: Db, rows: RowWrite[] | undefined): Promise<v
       await (
         oc
           ? q.onConflict((b) =>
-              b.columns(oc.columns as never).doUpdateSet(
-                Object.fromEntries(oc.update.map((c) => [c, sql.ref(`excluded.${c}`)])) as never,
-              ),
+              b
+                .columns(oc.columns as never)
+                .doUpdateSet(
+                  Object.fromEntries(oc.update.map((c) => [c, sql.ref(`excluded.${c}`)])) as never,
+                ),
             )
           : q.onConflict((b) => b.doNothing())
       ).execute()
@@ -103,7 +105,10 @@ export class NotificationBuffer {
     if (!all.length) return
     const kept = await withoutThreadMutes(db, all)
     for (let i = 0; i < kept.length; i += 1000) {
-      await db.insertInto('notification').values(kept.slice(i, i + 1000)).execute()
+      await db
+        .insertInto('notification')
+        .values(kept.slice(i, i + 1000))
+        .execute()
     }
   }
 }

@@ -22,7 +22,8 @@ type Obj = Record<string, unknown>
 const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v)
 const isDid = (v: unknown): v is string =>
   typeof v === 'string' && /^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2048}$/.test(v)
-const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+const isSeq = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 const isTime = (v: unknown): v is string => typeof v === 'string' && !Number.isNaN(Date.parse(v))
 
 export interface FrameOptions {
@@ -72,7 +73,10 @@ export async function decodeFrame(bytes: Uint8Array, opts: FrameOptions): Promis
         return { kind: 'event', event: { type: 'identity', seq, time, did } }
       case '#account': {
         if (typeof body.active !== 'boolean') return malformed('#account without active')
-        const evt = parseAccount({ ...body, $type: 'com.atproto.sync.subscribeRepos#account' } as never)
+        const evt = parseAccount({
+          ...body,
+          $type: 'com.atproto.sync.subscribeRepos#account',
+        } as never)
         if (!evt) return { kind: 'skip', seq, reason: 'unrecognized account status' }
         const event: IngestEvent = { type: 'account', seq, time, did, active: evt.active }
         if (evt.status) event.status = evt.status

@@ -11,9 +11,11 @@ import type { Writer } from './writer.ts'
 
 const log = childLogger('indexer')
 const frames = counter('openplane_firehose_frames_total', 'Firehose frames by outcome', ['outcome'])
-const lagSeconds = gauge('openplane_firehose_lag_seconds', 'Now minus the last applied event time', [
-  'source',
-])
+const lagSeconds = gauge(
+  'openplane_firehose_lag_seconds',
+  'Now minus the last applied event time',
+  ['source'],
+)
 const droppedOps = counter(
   'openplane_firehose_dropped_ops_total',
   'Commit ops whose record block was missing or unreadable',
@@ -110,12 +112,18 @@ export class Indexer {
   }
 
   private async decode(bytes: Uint8Array): Promise<void> {
-    const res = await decodeFrame(bytes, { verify: this.opts.verify, idResolver: this.opts.idResolver })
+    const res = await decodeFrame(bytes, {
+      verify: this.opts.verify,
+      idResolver: this.opts.idResolver,
+    })
     if (res.kind === 'event') {
       frames.inc({ outcome: 'event' })
       if (res.dropped) {
         droppedOps.inc(res.dropped)
-        log.warn({ seq: res.event.seq, did: res.event.did, dropped: res.dropped }, 'commit ops without a readable record')
+        log.warn(
+          { seq: res.event.seq, did: res.event.did, dropped: res.dropped },
+          'commit ops without a readable record',
+        )
       }
       this.readSeq = res.event.seq
       this.pending.push(res.event)
@@ -125,7 +133,8 @@ export class Indexer {
       return
     } else {
       frames.inc({ outcome: res.kind })
-      if (res.kind === 'malformed') log.warn({ seq: res.seq, reason: res.reason }, 'malformed frame skipped')
+      if (res.kind === 'malformed')
+        log.warn({ seq: res.seq, reason: res.reason }, 'malformed frame skipped')
       if (res.seq === undefined) return
       this.readSeq = res.seq
       // Keep the cursor moving past frames we skip: an empty commit carries only the seq.
@@ -154,7 +163,8 @@ export class Indexer {
         this.committedSeq = last.seq
         if (last.did) this.eventTime = last.time
         appliedSeq.set({ source: this.opts.source }, last.seq)
-        if (this.eventTime) lagSeconds.set({ source: this.opts.source }, this.state().lagSeconds ?? 0)
+        if (this.eventTime)
+          lagSeconds.set({ source: this.opts.source }, this.state().lagSeconds ?? 0)
         this.waiters = this.waiters.filter((w) => (w.seq <= last.seq ? (w.resolve(), false) : true))
       })
       .catch((err: unknown) => {

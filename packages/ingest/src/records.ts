@@ -151,7 +151,10 @@ export async function deleteRecord(
       promoted = await insertPrimary(ctx, plugin, promotedRef, promotedRec)
     }
   }
-  await apply(ctx, await plugin.onDelete(ctx.db, deleted, promoted, promoted ? promotedRec : undefined))
+  await apply(
+    ctx,
+    await plugin.onDelete(ctx.db, deleted, promoted, promoted ? promotedRec : undefined),
+  )
   if (promoted && promotedRef) {
     await apply(ctx, await plugin.onInsert(ctx.db, promoted, promotedRef, promotedRec), false)
   }

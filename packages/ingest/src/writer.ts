@@ -37,7 +37,12 @@ const batchSeconds = histogram(
   ['phase'],
   [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
 )
-const batchEvents = histogram('openplane_indexer_batch_events', 'Events per batch', [], [1, 10, 50, 100, 250, 500, 1000, 5000])
+const batchEvents = histogram(
+  'openplane_indexer_batch_events',
+  'Events per batch',
+  [],
+  [1, 10, 50, 100, 250, 500, 1000, 5000],
+)
 
 export interface WriterDeps {
   /** Verified handle for a DID (null if it does not verify), or undefined if unresolvable now. */
@@ -70,11 +75,15 @@ export class Writer {
     const endWrite = batchSeconds.startTimer({ phase: 'write' })
     const cursor = batch[batch.length - 1]!.seq
     try {
-      await this.db.transaction().execute((tx) => this.run(tx, source, batch, prepared, cursor, false))
+      await this.db
+        .transaction()
+        .execute((tx) => this.run(tx, source, batch, prepared, cursor, false))
     } catch (err) {
       // Something in the batch failed: redo it with each event behind a savepoint.
       log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
-      await this.db.transaction().execute((tx) => this.run(tx, source, batch, prepared, cursor, true))
+      await this.db
+        .transaction()
+        .execute((tx) => this.run(tx, source, batch, prepared, cursor, true))
     }
     const writeSecs = endWrite()
     log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')
@@ -228,10 +237,10 @@ export class Writer {
       (dids.length === 0
         ? []
         : await this.db
-          .selectFrom('actor')
-          .select(['did', 'handle', 'indexedAt'])
-          .where('did', 'in', dids)
-          .execute()
+            .selectFrom('actor')
+            .select(['did', 'handle', 'indexedAt'])
+            .where('did', 'in', dids)
+            .execute()
       ).map((a) => [a.did, a]),
     )
     const wanted: { index: number; did: string; force: boolean }[] = []
@@ -255,7 +264,10 @@ export class Writer {
       wanted.map(async ({ index, did, force }) => {
         const key = `${did} ${force}`
         if (!resolved.has(key)) {
-          resolved.set(key, this.deps.resolveHandle(did, force).catch(() => undefined))
+          resolved.set(
+            key,
+            this.deps.resolveHandle(did, force).catch(() => undefined),
+          )
         }
         const handle = await resolved.get(key)!
         if (handle !== undefined) handles.set(index, { did, handle })

@@ -67,7 +67,9 @@ export async function listen(handler: RequestHandler, opts: ListenOptions): Prom
   }
 }
 
-function trackSessions(server: http2.Http2Server | http2.Http2SecureServer): Set<http2.Http2Session> {
+function trackSessions(
+  server: http2.Http2Server | http2.Http2SecureServer,
+): Set<http2.Http2Session> {
   const sessions = new Set<http2.Http2Session>()
   server.on('session', (s: http2.Http2Session) => {
     sessions.add(s)

@@ -66,7 +66,9 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     const path = req.url?.split('?')[0]
     if (req.method === 'GET' && path === '/_health') {
       health()
-        .then((report) => send(res, report.ready ? 200 : 503, 'application/json', JSON.stringify(report)))
+        .then((report) =>
+          send(res, report.ready ? 200 : 503, 'application/json', JSON.stringify(report)),
+        )
         .catch((err: unknown) => {
           log.error({ err }, 'health check failed')
           send(res, 503, 'application/json', JSON.stringify({ ready: false, error: String(err) }))

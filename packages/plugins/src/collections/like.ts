@@ -39,8 +39,18 @@ export const like: RecordPlugin<Like, 'like'> = {
     const subjectAuthor = didOf(row.subject)
     // No notifications to yourself.
     if (subjectAuthor !== row.creator) {
-      const base = { author: row.creator, recordUri: row.uri, recordCid: row.cid, sortAt: row.sortAt }
-      notifications.push({ ...base, did: subjectAuthor, reason: 'like', reasonSubject: row.subject })
+      const base = {
+        author: row.creator,
+        recordUri: row.uri,
+        recordCid: row.cid,
+        sortAt: row.sortAt,
+      }
+      notifications.push({
+        ...base,
+        did: subjectAuthor,
+        reason: 'like',
+        reasonSubject: row.subject,
+      })
       if (row.via && didOf(row.via) !== row.creator) {
         notifications.push({
           ...base,
