@@ -63,3 +63,20 @@ export const WALK_LIMITS = [1, 2, 5, 50] as const
 
 /** The JSON of a message, for comparing a subset of fields. */
 export const json = (m: Message): Record<string, unknown> => m.toJson() as Record<string, unknown>
+
+/** The DID type the SeedClient takes. */
+export type Did = `did:${string}:${string}`
+
+/** Picks named users' DIDs for seeding, failing loudly on a name that was never created. */
+export function didsOf<K extends string>(
+  dids: Record<string, string>,
+  ...names: K[]
+): Record<K, Did> {
+  const out = {} as Record<K, Did>
+  for (const name of names) {
+    const did = dids[name]
+    if (!did?.startsWith('did:')) throw new Error(`no user ${name}`)
+    out[name] = did as Did
+  }
+  return out
+}

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startOurServer, type OurServer } from '../harness/ours.ts'
 import { createUser, IMAGES, seedBasic } from '../harness/seed.ts'
 import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
-import { differ, WALK_LIMITS, type Differ } from './diff.ts'
+import { didsOf, differ, WALK_LIMITS, type Differ } from './diff.ts'
 
 const FEED_TYPES = [0, 1, 2, 3, 4] as const
 const MISSING_DID = 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa'
@@ -187,10 +187,17 @@ async function seedFeeds(
   threads: Record<string, string>,
 ): Promise<void> {
   const sc = net.sc
-  const did = (name: string) => dids[name] as never
-  const { alice, bob, carol, dan, eve, fred, gina, hank } = Object.fromEntries(
-    Object.keys(dids).map((k) => [k, did(k)]),
-  ) as Record<string, never>
+  const { alice, bob, carol, dan, eve, fred, gina, hank } = didsOf(
+    dids,
+    'alice',
+    'bob',
+    'carol',
+    'dan',
+    'eve',
+    'fred',
+    'gina',
+    'hank',
+  )
 
   // eve: a self thread, replies in alice's thread, a detached thread with fred, a repost.
   const eveRoot = (await sc.post(eve, 'eve own thread')).ref
@@ -206,14 +213,14 @@ async function seedFeeds(
   await sc.reply(eve, detached, eveToFred.ref, 'eve to fred 2')
   await sc.repost(eve, fredReply.ref)
 
-  // Media: a video by eve, a gallery by fred.
+  // Media: a video by eve, a gallery by fred (the api package's post type predates galleries).
   const video = await sc.agent.com.atproto.repo.uploadBlob(randomBytes(2048), {
     headers: sc.getHeaders(eve),
     encoding: 'video/mp4',
   })
   const eveVideo = await sc.post(eve, 'a video', undefined, undefined, undefined, {
     embed: { $type: 'app.bsky.embed.video', video: video.data.blob, alt: 'clip' },
-  } as never)
+  })
   threads.eveVideo = eveVideo.ref.uriStr
   const img = await sc.uploadFile(fred, path.join(IMAGES, 'landscape.jpg'), 'image/jpeg')
   const gallery = await sc.post(fred, 'a gallery', undefined, undefined, undefined, {

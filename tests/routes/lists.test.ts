@@ -10,7 +10,7 @@ import {
   type DataplaneClient,
   type StockNetwork,
 } from '../harness/stock-network.ts'
-import { differ, WALK_LIMITS, type Differ } from './diff.ts'
+import { didsOf, differ, WALK_LIMITS, type Did, type Differ } from './diff.ts'
 
 const MISSING_DID = 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa'
 const MISSING_LIST = `at://${MISSING_DID}/app.bsky.graph.list/3kaaaaaaaaaaa`
@@ -318,10 +318,10 @@ async function seedGraph(
   dids: Record<string, string>,
 ): Promise<{ lists: Record<string, string>; roots: string[] }> {
   const sc = net.sc
-  const u = dids as Record<string, never>
-  const extra = EXTRA_USERS.map((n) => u[n]!)
-  const appview = async (did: string, nsid: string, body: unknown) => {
-    const headers = await net.network.serviceHeaders(did as never, nsid)
+  const u = didsOf(dids, 'alice', 'bob', 'carol', 'dan', 'eve', 'fred')
+  const extra = Object.values(didsOf(dids, ...EXTRA_USERS))
+  const appview = async (did: Did, nsid: string, body: unknown) => {
+    const headers = await net.network.serviceHeaders(did, nsid)
     const res = await fetch(`${net.network.bsky.url}/xrpc/${nsid}`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/json' },
@@ -329,52 +329,52 @@ async function seedGraph(
     })
     if (!res.ok) throw new Error(`${nsid}: ${res.status} ${await res.text()}`)
   }
-  const createRecord = (did: string, collection: string, record: Record<string, unknown>) =>
+  const createRecord = (did: Did, collection: string, record: Record<string, unknown>) =>
     sc.agent.com.atproto.repo.createRecord(
       {
         repo: did,
         collection,
         record: { $type: collection, createdAt: new Date().toISOString(), ...record },
       },
-      { headers: sc.getHeaders(did as never) },
+      { headers: sc.getHeaders(did) },
     )
 
-  const addAll = async (owner: never, list: RecordRef, members: never[]) => {
+  const addAll = async (owner: Did, list: RecordRef, members: Did[]) => {
     for (const m of members) await sc.addToList(owner, m, list)
   }
-  const curate = await sc.createList(u.alice!, 'curate', 'curate')
-  await addAll(u.alice!, curate, [u.bob!, u.carol!, u.dan!, ...extra])
-  const mod = await sc.createList(u.alice!, 'mod', 'mod')
-  await addAll(u.alice!, mod, [u.eve!, u.fred!])
-  const reference = await sc.createList(u.alice!, 'reference', 'reference')
-  await addAll(u.alice!, reference, [u.bob!, u.carol!, u.eve!])
-  const bobMod = await sc.createList(u.bob!, 'bob mod', 'mod')
-  await addAll(u.bob!, bobMod, [u.alice!, u.dan!])
-  for (let i = 0; i < 6; i++) await sc.createList(u.carol!, `carol ${i}`, 'curate')
-  await createRecord(u.carol!, 'app.bsky.graph.referencelistoptout', { subject: reference.uriStr })
-  await createRecord(u.bob!, 'app.bsky.graph.referencelistoptout', { subject: curate.uriStr })
+  const curate = await sc.createList(u.alice, 'curate', 'curate')
+  await addAll(u.alice, curate, [u.bob, u.carol, u.dan, ...extra])
+  const mod = await sc.createList(u.alice, 'mod', 'mod')
+  await addAll(u.alice, mod, [u.eve, u.fred])
+  const reference = await sc.createList(u.alice, 'reference', 'reference')
+  await addAll(u.alice, reference, [u.bob, u.carol, u.eve])
+  const bobMod = await sc.createList(u.bob, 'bob mod', 'mod')
+  await addAll(u.bob, bobMod, [u.alice, u.dan])
+  for (let i = 0; i < 6; i++) await sc.createList(u.carol, `carol ${i}`, 'curate')
+  await createRecord(u.carol, 'app.bsky.graph.referencelistoptout', { subject: reference.uriStr })
+  await createRecord(u.bob, 'app.bsky.graph.referencelistoptout', { subject: curate.uriStr })
 
   // Mutes through the AppView (bsync): alice mutes many, dan mutes alice's reposts only.
-  for (const target of [u.bob!, u.carol!, u.eve!, ...extra.slice(0, 5)]) {
-    await appview(u.alice!, 'app.bsky.graph.muteActor', { actor: target })
+  for (const target of [u.bob, u.carol, u.eve, ...extra.slice(0, 5)]) {
+    await appview(u.alice, 'app.bsky.graph.muteActor', { actor: target })
   }
-  await appview(u.dan!, 'app.bsky.graph.muteActor', { actor: u.alice!, onlyReposts: true })
-  await appview(u.eve!, 'app.bsky.graph.muteActor', { actor: u.fred!, onlyQuoteposts: true })
+  await appview(u.dan, 'app.bsky.graph.muteActor', { actor: u.alice, onlyReposts: true })
+  await appview(u.eve, 'app.bsky.graph.muteActor', { actor: u.fred, onlyQuoteposts: true })
   for (const list of [mod, bobMod, curate]) {
-    await appview(u.dan!, 'app.bsky.graph.muteActorList', { list: list.uriStr })
+    await appview(u.dan, 'app.bsky.graph.muteActorList', { list: list.uriStr })
   }
-  await appview(u.carol!, 'app.bsky.graph.muteActorList', { list: bobMod.uriStr })
-  const roots = [sc.posts[u.alice!]![0]!.ref.uriStr, sc.posts[u.bob!]![0]!.ref.uriStr]
-  await appview(u.alice!, 'app.bsky.graph.muteThread', { root: roots[0] })
+  await appview(u.carol, 'app.bsky.graph.muteActorList', { list: bobMod.uriStr })
+  const roots = [sc.posts[u.alice]![0]!.ref.uriStr, sc.posts[u.bob]![0]!.ref.uriStr]
+  await appview(u.alice, 'app.bsky.graph.muteThread', { root: roots[0] })
 
   // Blocks both ways between alice and eve, several by fred; block list subscriptions.
-  await sc.block(u.alice!, u.eve!)
-  await sc.block(u.eve!, u.alice!)
-  for (const target of [u.alice!, u.bob!, ...extra]) await sc.block(u.fred!, target)
+  await sc.block(u.alice, u.eve)
+  await sc.block(u.eve, u.alice)
+  for (const target of [u.alice, u.bob, ...extra]) await sc.block(u.fred, target)
   for (const list of [mod, bobMod, reference]) {
-    await createRecord(u.carol!, 'app.bsky.graph.listblock', { subject: list.uriStr })
+    await createRecord(u.carol, 'app.bsky.graph.listblock', { subject: list.uriStr })
   }
-  await createRecord(u.dan!, 'app.bsky.graph.listblock', { subject: mod.uriStr })
+  await createRecord(u.dan, 'app.bsky.graph.listblock', { subject: mod.uriStr })
 
   return {
     lists: {

@@ -10,7 +10,7 @@ import {
   type DataplaneClient,
   type StockNetwork,
 } from '../harness/stock-network.ts'
-import { differ, json, WALK_LIMITS, type Differ } from './diff.ts'
+import { didsOf, differ, json, WALK_LIMITS, type Differ } from './diff.ts'
 
 const MISSING_DID = 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa'
 
@@ -174,7 +174,15 @@ describe('notification routes', () => {
  * follow), one whose subject is deleted, and stored preferences for alice. */
 async function seedNotifications(net: StockNetwork, dids: Record<string, string>): Promise<void> {
   const sc = net.sc
-  const { alice, bob, carol, dan, eve, fred } = dids as Record<string, never>
+  const { alice, bob, carol, dan, eve, fred } = didsOf(
+    dids,
+    'alice',
+    'bob',
+    'carol',
+    'dan',
+    'eve',
+    'fred',
+  )
   const posts = []
   for (let i = 0; i < 6; i++) posts.push((await sc.post(alice, `alice notif ${i}`)).ref)
   for (const [i, post] of posts.entries()) {

@@ -34,7 +34,7 @@ export default (ctx: RouteContext): Routes => ({
     return { items: items.map(feedItemFromRow), cursor }
   },
 
-  // Exclude flags are not applied, as in the stock: the AppView filters its hydrated views.
+  // The exclude flags are ignored, as the stock ignores them.
   async getTimeline(req) {
     return timelineFromPostgres(ctx.db, req)
   },
