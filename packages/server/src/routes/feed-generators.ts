@@ -1,4 +1,3 @@
-import { Code, ConnectError } from '@connectrpc/connect'
 import type { RouteContext, Routes } from './context.ts'
 import { before, decodeTimeKey, encodeTimeKey, malformedCursor, page } from './util/pagination.ts'
 import { pageSize } from './util/stock-cursors.ts'
@@ -43,9 +42,7 @@ export default (ctx: RouteContext): Routes => ({
   },
 
   // The stock has no feed generator status (it throws); say so plainly.
-  async getFeedGeneratorStatus() {
-    throw new ConnectError('feed generator status is not implemented', Code.Unimplemented)
-  },
+  // GetFeedGeneratorStatus: unimplemented, as in the stock (the AppView never calls it).
 
   // No cursor in this (V1) response: one page.
   async searchFeedGenerators(req) {
