@@ -29,7 +29,7 @@ export interface IndexerTarget {
 
 export async function startIndexerOn(
   target: IndexerTarget,
-  opts: { schema?: string; batchSize?: number } = {},
+  opts: { schema?: string; batchSize?: number; verify?: boolean } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
   const db = createPgDb({ url: PG_URL, schema, poolSize: 4 })
@@ -47,7 +47,7 @@ export async function startIndexerOn(
     db: db.db,
     writer: new Writer(db.db, writerDeps(identity, 1000)),
     idResolver: identity.idResolver,
-    verify: false,
+    verify: opts.verify ?? false,
     batchSize: opts.batchSize ?? 100,
     batchWaitMs: 5,
     initialCursor: 0,
@@ -72,7 +72,7 @@ export async function startIndexerOn(
 /** Our indexer on a dev-env network's PDS firehose. */
 export function startOurIndexer(
   network: TestNetwork,
-  opts: { schema?: string; batchSize?: number } = {},
+  opts: { schema?: string; batchSize?: number; verify?: boolean } = {},
 ): Promise<OurIndexer> {
   return startIndexerOn(
     {
@@ -88,6 +88,32 @@ export function startOurIndexer(
 /** Column lists that legitimately differ between two indexers (serial ids). */
 const IGNORED: Record<string, string[]> = { notification: ['id'] }
 
+type Row = Record<string, unknown>
+
+/**
+ * Columns the stock fills from the wall clock while indexing (an `unverified` notification's
+ * sortAt, a soft-deleted OP reply's deletedAt, the createdAt of a profile record without one):
+ * two indexers can only agree on whether they are set.
+ */
+const WALL_CLOCK: Record<string, (r: Row) => string[]> = {
+  notification: (r) => (r.reason === 'unverified' ? ['sortAt'] : []),
+  op_thread_reply: () => ['deletedAt'],
+  profile: (r) => (r.createdAtFromClock ? ['createdAt'] : []),
+}
+
+const selectAll = (schema: string, table: string): string =>
+  table === 'profile'
+    ? `select t.*, (r.json::jsonb -> 'createdAt') is null as "createdAtFromClock"
+       from "${schema}".profile t left join "${schema}".record r on r.uri = t.uri`
+    : `select * from "${schema}"."${table}"`
+
+function normalizeRow(table: string, r: Row): string {
+  for (const col of IGNORED[table] ?? []) delete r[col]
+  for (const col of WALL_CLOCK[table]?.(r) ?? []) r[col] = r[col] === null ? null : '<clock>'
+  delete r.createdAtFromClock
+  return JSON.stringify(r)
+}
+
 /**
  * Rows of each table in both schemas, as sorted JSON lines; returns a readable diff per table
  * that differs (empty when every table is equal).
@@ -99,13 +125,8 @@ export async function diffSchemas(a: string, b: string, tables: string[]): Promi
     const diffs: string[] = []
     for (const table of tables) {
       const dump = async (schema: string) => {
-        const { rows } = await client.query(`select * from "${schema}"."${table}"`)
-        return rows
-          .map((r: Record<string, unknown>) => {
-            for (const col of IGNORED[table] ?? []) delete r[col]
-            return JSON.stringify(r)
-          })
-          .sort()
+        const { rows } = await client.query(selectAll(schema, table))
+        return rows.map((r: Row) => normalizeRow(table, r)).sort()
       }
       const [ra, rb] = [await dump(a), await dump(b)]
       const onlyA = ra.filter((r) => !rb.includes(r))
