@@ -38,9 +38,7 @@ export async function startIndexerOn(
     plcUrl: target.plcUrl,
     allowPrivateNetwork: true,
     timeoutMs: 1000,
-    testHandles: target.testPdsUrl
-      ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl }
-      : undefined,
+    testHandles: target.testPdsUrl ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl } : undefined,
   })
   const indexer = new Indexer({
     source: target.source,
@@ -134,9 +132,15 @@ export async function diffSchemas(a: string, b: string, tables: string[]): Promi
       if (onlyA.length || onlyB.length) {
         diffs.push(
           `${table}: ${onlyA.length} rows only in ${a}, ${onlyB.length} only in ${b}\n` +
-            onlyA.slice(0, 5).map((r) => `  - ${r}`).join('\n') +
+            onlyA
+              .slice(0, 5)
+              .map((r) => `  - ${r}`)
+              .join('\n') +
             '\n' +
-            onlyB.slice(0, 5).map((r) => `  + ${r}`).join('\n'),
+            onlyB
+              .slice(0, 5)
+              .map((r) => `  + ${r}`)
+              .join('\n'),
         )
       }
     }

@@ -25,8 +25,12 @@ export async function playScenario(
   // Reposts, quote, reply chain, deleted reply.
   const repost = await sc.repost(carol!, bobPost)
   await sc.post(dan!, 'quoting bob', undefined, undefined, bobPost)
+  // The stock indexes repos concurrently: a reply in another repo than its parent must wait for
+  // the parent to be indexed, or the stock's reply validation races (invalidReplyRoot).
   const r1 = await sc.reply(bob!, alicePost, alicePost, 'first reply')
+  await network.processAll()
   const r2 = await sc.reply(carol!, alicePost, r1.ref, 'second reply')
+  await network.processAll()
   await sc.reply(alice!, alicePost, r2.ref, 'op answers')
   const doomed = await sc.reply(dan!, alicePost, alicePost, 'to be deleted')
   await sc.deletePost(dan!, doomed.ref.uri)

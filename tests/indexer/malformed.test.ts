@@ -29,6 +29,7 @@ describe('malformed firehose input', () => {
   beforeAll(async () => {
     before.malformed = await metric('openplane_firehose_frames_total', { outcome: 'malformed' })
     before.invalid = await metric('openplane_indexer_ops_total', { outcome: 'invalid' })
+    before.error = await metric('openplane_indexer_ops_total', { outcome: 'error' })
     relay = await startFakeRelay(corpus)
     // Nothing listens on this PLC port: identity lookups for the made-up DIDs fail fast.
     ours = await startIndexerOn({

@@ -4,13 +4,20 @@ import { registry } from '@openplane/telemetry'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startFakeRelay, type FakeRelay } from '../harness/fake-relay.ts'
 import { commitFrame } from '../harness/frames.ts'
-import { diffSchemas, startIndexerOn, startOurIndexer, type OurIndexer } from '../harness/indexer.ts'
+import {
+  diffSchemas,
+  startIndexerOn,
+  startOurIndexer,
+  type OurIndexer,
+} from '../harness/indexer.ts'
 import { seedBasic } from '../harness/seed.ts'
 import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
 
 async function malformedFrames(): Promise<number> {
   const m = await registry.getSingleMetric('openplane_firehose_frames_total')?.get()
-  return (m?.values ?? []).filter((v) => v.labels.outcome === 'malformed').reduce((s, v) => s + v.value, 0)
+  return (m?.values ?? [])
+    .filter((v) => v.labels.outcome === 'malformed')
+    .reduce((s, v) => s + v.value, 0)
 }
 
 describe('commit verification', () => {
@@ -31,7 +38,9 @@ describe('commit verification', () => {
   })
 
   it('indexes genuine commits exactly like the stock', async () => {
-    expect(await diffSchemas(net.schema, verifying.schema, ['record', 'post', 'like', 'follow'])).toEqual([])
+    expect(
+      await diffSchemas(net.schema, verifying.schema, ['record', 'post', 'like', 'follow']),
+    ).toEqual([])
   })
 
   describe('a forged commit', () => {
@@ -44,7 +53,11 @@ describe('commit verification', () => {
             action: 'create',
             collection: 'app.bsky.feed.post',
             rkey: '3forgedforged',
-            record: { $type: 'app.bsky.feed.post', text: 'not really alice', createdAt: new Date().toISOString() },
+            record: {
+              $type: 'app.bsky.feed.post',
+              text: 'not really alice',
+              createdAt: new Date().toISOString(),
+            },
           },
         ]),
       },

@@ -68,6 +68,7 @@ export async function createRecord(
     .execute()
   if (!plugin.table) return
   const inserted = await insertPrimary(ctx, plugin, ref, rec)
+  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec))
   if (inserted) {
     await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref, rec))
     return
@@ -105,10 +106,12 @@ export async function updateRecord(
     await ctx.db.deleteFrom('duplicate_record').where('uri', '=', ref.uri).execute()
   }
   const deleted = await deletePrimary(ctx, plugin, ref.uri)
+  await applyRows(ctx.db, plugin.unconditional?.delete(ref.uri))
   // An update of a record we never indexed is a plain create.
   if (!deleted) return createRecord(ctx, plugin, ref, rec)
   const inserted = await insertPrimary(ctx, plugin, ref, rec)
   if (!inserted) throw new Error(`update of ${ref.uri} removed the row but could not replace it`)
+  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec))
   // An update notifies as "delete replaced by": the insert side adds rows and counts only.
   await apply(ctx, await plugin.onDelete(ctx.db, deleted, inserted, rec))
   await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref, rec), false)
@@ -124,6 +127,7 @@ export async function deleteRecord(
   await ctx.db.deleteFrom('duplicate_record').where('uri', '=', uri).execute()
   if (!plugin.table) return
   const deleted = await deletePrimary(ctx, plugin, uri)
+  await applyRows(ctx.db, plugin.unconditional?.delete(uri))
   if (!deleted) return
   let promoted: Row | null = null
   let promotedRef: RecordRef | undefined
@@ -139,7 +143,7 @@ export async function deleteRecord(
       .executeTakeFirst()
     promotedRec = found ? tryParse(parse, plugin.collection, found.json) : undefined
     if (found && promotedRec !== undefined) {
-      const [, , collection = '', rkey = ''] = found.uri.replace('at://', '').split('/')
+      const [, collection = '', rkey = ''] = found.uri.replace('at://', '').split('/')
       promotedRef = {
         uri: found.uri,
         did: found.did,
@@ -149,6 +153,7 @@ export async function deleteRecord(
         indexedAt: found.indexedAt,
       }
       promoted = await insertPrimary(ctx, plugin, promotedRef, promotedRec)
+      await applyRows(ctx.db, plugin.unconditional?.create(promotedRef, promotedRec))
     }
   }
   await apply(

@@ -60,6 +60,15 @@ interface Prepared {
 export class Writer {
   private readonly db: Db
   private readonly deps: WriterDeps
+  /**
+   * Metrics and logs of the batch attempt in progress: emitted only once it commits, so a batch
+   * redone with savepoints is not counted twice.
+   */
+  private pending: (() => void)[] = []
+
+  private later(fn: () => void): void {
+    this.pending.push(fn)
+  }
 
   constructor(db: Db, deps: WriterDeps) {
     this.db = db
@@ -86,6 +95,8 @@ export class Writer {
         .execute((tx) => this.run(tx, source, batch, prepared, cursor, true))
     }
     const writeSecs = endWrite()
+    for (const emit of this.pending) emit()
+    this.pending = []
     log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')
   }
 
@@ -97,6 +108,7 @@ export class Writer {
     cursor: number,
     isolate: boolean,
   ): Promise<void> {
+    this.pending = []
     const counters = new CounterBuffer()
     const notifications = new NotificationBuffer()
     const ctx: RecordContext = { db: tx, counters, notifications }
@@ -107,14 +119,14 @@ export class Writer {
         continue
       }
       await sql`savepoint evt`.execute(tx)
-      const restore = snapshot(ctx, seen)
+      const restore = snapshot(ctx, this.pending, seen)
       try {
         await this.applyEvent(ctx, evt, i, prepared, true, seen)
         await sql`release savepoint evt`.execute(tx)
       } catch (err) {
         await sql`rollback to savepoint evt`.execute(tx)
         restore()
-        events.inc({ type: evt.type, outcome: 'error' })
+        this.later(() => events.inc({ type: evt.type, outcome: 'error' }))
         log.error({ err, seq: evt.seq, did: evt.did, type: evt.type }, 'event skipped')
       }
     }
@@ -162,14 +174,15 @@ export class Writer {
             await setUpstreamStatus(tx, evt.did, evt.active, evt.status)
           } catch (err) {
             if (!(err instanceof AccountStatusError)) throw err
-            events.inc({ type: 'account', outcome: 'invalid' })
-            log.warn({ did: evt.did, status: evt.status }, err.message)
+            this.later(() => events.inc({ type: 'account', outcome: 'invalid' }))
+            const message = err.message
+            this.later(() => log.warn({ did: evt.did, status: evt.status }, message))
             return
           }
         }
         break
     }
-    events.inc({ type: evt.type, outcome: 'applied' })
+    this.later(() => events.inc({ type: evt.type, outcome: 'applied' }))
   }
 
   private async applyOp(
@@ -181,13 +194,13 @@ export class Writer {
     const uri = `at://${evt.did}/${op.collection}/${op.rkey}`
     const plugin = pluginFor(op.collection)
     if (!plugin) {
-      ops.inc({ collection: 'other', action: op.action, outcome: 'ignored' })
+      this.later(() => ops.inc({ collection: 'other', action: op.action, outcome: 'ignored' }))
       return
     }
     const label = { collection: op.collection, action: op.action }
     if (op.action === 'delete') {
       await deleteRecord(ctx, plugin, uri, parseRecord)
-      ops.inc({ ...label, outcome: 'applied' })
+      this.later(() => ops.inc({ ...label, outcome: 'applied' }))
       return
     }
     let rec: unknown
@@ -195,8 +208,9 @@ export class Writer {
       rec = plugin.parse(op.record)
     } catch (err) {
       if (!(err instanceof InvalidRecordError)) throw err
-      ops.inc({ ...label, outcome: 'invalid' })
-      log.warn({ uri, reason: err.message }, 'invalid record skipped')
+      this.later(() => ops.inc({ ...label, outcome: 'invalid' }))
+      const reason = err.message
+      this.later(() => log.warn({ uri, reason }, 'invalid record skipped'))
       return
     }
     const ref: RecordRef = {
@@ -213,19 +227,19 @@ export class Writer {
     } else {
       // Inside isolation each op gets its own savepoint so one bad record spares its commit.
       await sql`savepoint op`.execute(ctx.db)
-      const restore = snapshot(ctx)
+      const restore = snapshot(ctx, this.pending)
       try {
         await write(ctx, plugin, ref, rec)
         await sql`release savepoint op`.execute(ctx.db)
       } catch (err) {
         await sql`rollback to savepoint op`.execute(ctx.db)
         restore()
-        ops.inc({ ...label, outcome: 'error' })
+        this.later(() => ops.inc({ ...label, outcome: 'error' }))
         log.error({ err, uri }, 'record skipped')
         return
       }
     }
-    ops.inc({ ...label, outcome: 'applied' })
+    this.later(() => ops.inc({ ...label, outcome: 'applied' }))
   }
 
   /** Network work for the batch, done before the transaction: handles and account deletions. */
@@ -282,11 +296,17 @@ export class Writer {
 }
 
 /** Captures the in-memory batch buffers so a savepoint rollback can drop their share too. */
-function snapshot(ctx: RecordContext, seen?: Map<string, { commit: string; rev: string }>) {
+function snapshot(
+  ctx: RecordContext,
+  pending: unknown[],
+  seen?: Map<string, { commit: string; rev: string }>,
+) {
+  const pendingLength = pending.length
   const counters = ctx.counters.snapshot()
   const notifications = ctx.notifications.snapshot()
   const seenCopy = seen ? new Map(seen) : undefined
   return () => {
+    pending.length = pendingLength
     counters()
     notifications()
     if (seen && seenCopy) {

@@ -113,6 +113,15 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
     replacedBy: Selectable<Tables[T]> | null,
     replacedByRecord?: Rec,
   ): Promise<Effects> | Effects
+  /**
+   * Rows the stock writes with every create / delete of the record whether or not the primary
+   * row changed (a duplicate repost still gets a feed item, and loses it when deleted); they are
+   * kept out of onInsert / onDelete.
+   */
+  unconditional?: {
+    create(ref: RecordRef, record: Rec): RowWrite[]
+    delete(uri: string): RowWrite[]
+  }
   /** On delete, re-index the oldest duplicate in its place (default true). */
   promoteDuplicateOnDelete?: boolean
 }

@@ -12,9 +12,6 @@ export const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !
 export const isTypeOf = (v: unknown, type: string): boolean =>
   isObj(v) && (v.$type === undefined || v.$type === type)
 
-/** The stock's `$matches` on a validated record: `$type`, when set, names this member. */
-export const hasType = (v: unknown, type: string): v is Obj => isTypeOf(v, type)
-
 /** CID of a blob ref, typed (`{$type: 'blob', ref}`) or legacy (`{cid}`), as the stock keeps it. */
 export function blobCid(blob: unknown): string | undefined {
   if (!isObj(blob)) return undefined

@@ -83,7 +83,11 @@ function partRows(postUri: string, part: unknown): RowInsert[] {
     case 'video':
       // alt is optional for videos (required for images).
       return [
-        insert('post_embed_video', { postUri, videoCid: blobCid(part.video), alt: part.alt ?? null }),
+        insert('post_embed_video', {
+          postUri,
+          videoCid: blobCid(part.video),
+          alt: part.alt ?? null,
+        }),
       ]
     case 'gallery':
       // Unknown item kinds are skipped but keep their position, as in the stock.

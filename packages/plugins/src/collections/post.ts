@@ -1,0 +1,259 @@
+// Posts: the post row (with the reply and gate verdicts the stock settles once, at indexing),
+// its feed item, embeds, quote and OP-reply rows; postsCount, the parent's replyCount and the
+// quoted post's quoteCount; mention, quote and reply notifications (replies up the thread).
+import type { AppBskyFeedPost } from '@atproto/api'
+import type { Selectable } from 'kysely'
+import { sql } from 'kysely'
+import { assertRecord } from '../lexicon.ts'
+import type { Counter, NotificationRow, Reader, RecordPlugin, RowWrite, Tables } from '../types.ts'
+import { AtUri, normalizeDate, sortAt } from '../util.ts'
+import { isTypeOf, jsonList, uriToDid, gateUriOf } from './common.ts'
+import { embedDeletes, embedRows, embeddedRecord, quotedPost } from './post-embeds.ts'
+import { storedRecord, validateReply, violatesEmbeddingRules } from './post-rules.ts'
+
+type Post = AppBskyFeedPost.Record
+type PostRow = Selectable<Tables['post']>
+
+/** Reply notifications reach this many levels up the thread (the post itself is level 0). */
+const REPLY_NOTIF_DEPTH = 5
+
+export const post: RecordPlugin<Post, 'post'> = {
+  collection: 'app.bsky.feed.post',
+  table: 'post',
+  parse: (record) => assertRecord<Post>('app.bsky.feed.post', record),
+
+  async toRow(db, ref, rec) {
+    const row = {
+      uri: ref.uri,
+      cid: ref.cid,
+      creator: ref.did,
+      text: rec.text,
+      createdAt: normalizeDate(rec.createdAt),
+      replyRoot: rec.reply?.root?.uri || null,
+      replyRootCid: rec.reply?.root?.cid || null,
+      replyParent: rec.reply?.parent?.uri || null,
+      replyParentCid: rec.reply?.parent?.cid || null,
+      langs: jsonList(rec.langs),
+      tags: jsonList(rec.tags),
+      indexedAt: ref.indexedAt,
+    }
+    const flags: { invalidReplyRoot?: boolean; violatesThreadGate?: boolean } = {}
+    if (rec.reply) {
+      const checked = await validateReply(db, ref.did, rec.reply)
+      // The stock writes both flags only when one of them is set (null otherwise).
+      if (checked.invalidReplyRoot || checked.violatesThreadGate) Object.assign(flags, checked)
+    }
+    const quoted = quotedPost(rec)
+    const violatesEmbed = !!quoted && (await violatesEmbeddingRules(db, quoted.uri, ref.uri))
+    return { ...row, ...flags, ...(violatesEmbed ? { violatesEmbeddingRules: true } : {}) }
+  },
+
+  async onInsert(db, row, _ref, rec) {
+    const rows: RowWrite[] = [
+      {
+        kind: 'insert',
+        table: 'feed_item',
+        values: {
+          type: 'post',
+          uri: row.uri,
+          cid: row.cid,
+          postUri: row.uri,
+          originatorDid: row.creator,
+          sortAt: sortAt(row.createdAt, row.indexedAt),
+        },
+      },
+    ]
+    // OP replies per thread, wherever they sit in the tree.
+    if (rec.reply?.parent.uri && row.creator === uriToDid(rec.reply.root.uri)) {
+      rows.push({
+        kind: 'insert',
+        table: 'op_thread_reply',
+        values: {
+          rootUri: rec.reply.root.uri,
+          parentUri: rec.reply.parent.uri,
+          uri: row.uri,
+          deletedAt: null,
+        },
+      })
+    }
+    rows.push(...embedRows(row, rec))
+    const quoted = quotedPost(rec)
+    const counters = postCounters(row, 1)
+    if (quoted) counters.push(await quoteCount(db, quoted, row.uri, 1))
+    return { rows, counters, notifications: await notificationsFor(db, row, rec) }
+  },
+
+  async onDelete(db, row, replacedBy, replacedByRecord) {
+    const embedded = await db
+      .selectFrom('post_embed_record')
+      .where('postUri', '=', row.uri)
+      .select(['embedUri', 'embedCid'])
+      .executeTakeFirst()
+    const quoted = !!embedded && new AtUri(embedded.embedUri).collection === post.collection
+    const rows: RowWrite[] = [
+      // Also the feed items of reposts of this post.
+      { kind: 'delete', table: 'feed_item', where: { postUri: row.uri } },
+      // Soft delete: the OP thread walk may still route through it to replies that outlive it.
+      {
+        kind: 'update',
+        table: 'op_thread_reply',
+        where: { uri: row.uri },
+        set: { deletedAt: new Date().toISOString() },
+      },
+      // Quotes *of* this post go with it (their counts are left as they are, as in the stock).
+      { kind: 'delete', table: 'quote', where: { subject: row.uri } },
+      ...embedDeletes(row.uri, quoted),
+    ]
+    const counters = postCounters(row, -1)
+    if (embedded && quoted) {
+      counters.push(
+        await quoteCount(db, { uri: embedded.embedUri, cid: embedded.embedCid }, row.uri, 0),
+      )
+    }
+    const notifications =
+      replacedBy && replacedByRecord ? await notificationsFor(db, replacedBy, replacedByRecord) : []
+    return { rows, counters, notifications, deleteNotificationsFor: [row.uri] }
+  },
+}
+
+/** postsCount of the author and replyCount of the parent, which leaves out gate violators. */
+function postCounters(row: PostRow, sign: 1 | -1): Counter[] {
+  const counters: Counter[] = [
+    { table: 'profile_agg', key: row.creator, column: 'postsCount', delta: sign },
+  ]
+  if (row.replyParent) {
+    // A zero delta still creates the parent's row, as the stock's recount does.
+    const delta = row.violatesThreadGate ? 0 : sign
+    counters.push({ table: 'post_agg', key: row.replyParent, column: 'replyCount', delta })
+  }
+  return counters
+}
+
+/**
+ * The stock recounts quotes by the quoted *cid* and stores the count under the quoted uri, and
+ * drops quote rows of a deleted post without recounting: only an absolute recount reproduces
+ * that. Computed before this post's own quote rows change; `own` is this post's quote after.
+ */
+async function quoteCount(
+  db: Reader,
+  quoted: { uri: string; cid: string },
+  postUri: string,
+  own: 0 | 1,
+): Promise<Counter> {
+  const found = await db
+    .selectFrom('quote')
+    .where('subjectCid', '=', quoted.cid)
+    .where('uri', '!=', postUri)
+    // On delete the stock first drops the quotes of the deleted post itself.
+    .$if(own === 0, (qb) => qb.where('subject', '!=', postUri))
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .executeTakeFirstOrThrow()
+  return {
+    table: 'post_agg',
+    key: quoted.uri,
+    column: 'quoteCount',
+    delta: Number(found.count) + own,
+    set: true,
+  }
+}
+
+/** Mention, quote and reply notifications of a post, deduplicated by recipient (never its author). */
+async function notificationsFor(db: Reader, row: PostRow, rec: Post): Promise<NotificationRow[]> {
+  const notifs: NotificationRow[] = []
+  const notified = new Set([row.creator])
+  const notify = (n: NotificationRow) => {
+    if (notified.has(n.did)) return
+    notified.add(n.did)
+    notifs.push(n)
+  }
+  const own = { author: row.creator, recordUri: row.uri, recordCid: row.cid, sortAt: row.sortAt }
+  for (const did of mentionedDids(rec)) notify({ ...own, did, reason: 'mention' })
+  const embedded = embeddedRecord(rec)
+  if (!row.violatesEmbeddingRules && embedded) {
+    const uri = new AtUri(embedded.uri)
+    if (uri.collection === post.collection) {
+      notify({ ...own, did: uri.host, reason: 'quote', reasonSubject: uri.toString() })
+    }
+  }
+  // No reply notifications for a gate violator; a root post has nobody above it to notify.
+  if (row.violatesThreadGate || !row.replyParent) return notifs
+  const [ancestors, descendants, hidden] = await Promise.all([
+    ancestorsOf(db, row.uri),
+    descendantsOf(db, row.uri),
+    hiddenReplies(db, row.replyRoot || row.uri),
+  ])
+  for (const a of ancestors) {
+    if (a.uri === row.uri || a.height >= REPLY_NOTIF_DEPTH) continue
+    const uri = new AtUri(a.uri)
+    notify({ ...own, did: uri.host, reason: 'reply', reasonSubject: uri.toString() })
+    // A hidden reply's authors above it hear nothing.
+    if (hidden.includes(uri.toString())) break
+  }
+  // Replies indexed before this post (out of order) notify this post's thread upwards.
+  for (const d of descendants) {
+    for (const a of ancestors) {
+      if (d.depth + a.height >= REPLY_NOTIF_DEPTH) continue
+      const uri = new AtUri(a.uri)
+      notify({
+        did: uri.host,
+        reason: 'reply',
+        reasonSubject: uri.toString(),
+        author: d.creator,
+        recordUri: d.uri,
+        recordCid: d.cid,
+        sortAt: d.sortAt,
+      })
+    }
+  }
+  return notifs
+}
+
+function mentionedDids(rec: Post): string[] {
+  return (rec.facets ?? [])
+    .flatMap((facet): unknown[] => facet.features)
+    .filter((f) => isTypeOf(f, 'app.bsky.richtext.facet#mention'))
+    .map((f) => String((f as { did?: unknown }).did))
+}
+
+async function hiddenReplies(db: Reader, rootUri: string): Promise<string[]> {
+  const gate = await storedRecord(db, gateUriOf(rootUri, 'threadgate'))
+  return Array.isArray(gate?.hiddenReplies) ? gate.hiddenReplies.map(String) : []
+}
+
+/** The post and its ancestors up to REPLY_NOTIF_DEPTH levels, nearest first. */
+async function ancestorsOf(db: Reader, uri: string): Promise<{ uri: string; height: number }[]> {
+  const { rows } = await sql<{ uri: string; height: number }>`
+    with recursive ancestor(uri, "ancestorUri", height) as (
+      select uri, "replyParent", 0 from post where uri = ${uri}
+      union all
+      select post.uri, post."replyParent", ancestor.height + 1
+      from post join ancestor on ancestor."ancestorUri" = post.uri
+      where ancestor.height < ${REPLY_NOTIF_DEPTH}
+    )
+    select uri, height from ancestor order by height
+  `.execute(db)
+  return rows
+}
+
+/** Replies below the post up to REPLY_NOTIF_DEPTH levels, in the stock's (unordered) query order. */
+async function descendantsOf(db: Reader, uri: string) {
+  const { rows } = await sql<{
+    uri: string
+    depth: number
+    cid: string
+    creator: string
+    sortAt: string
+  }>`
+    with recursive descendent(uri, depth) as (
+      select post.uri as uri, 1 as depth from post
+      where 1 <= ${REPLY_NOTIF_DEPTH} and "replyParent" = ${uri}
+      union all
+      select post.uri as uri, descendent.depth + 1 as depth
+      from post inner join descendent on descendent.uri = post."replyParent"
+      where descendent.depth < ${REPLY_NOTIF_DEPTH}
+    )
+    select descendent.*, cid, creator, "sortAt"
+    from descendent inner join post on post.uri = descendent.uri
+  `.execute(db)
+  return rows
+}
