@@ -121,7 +121,8 @@ export async function spawnAppView(opts: AppViewEnv): Promise<Child> {
     ['tests/harness/appview-process.ts'],
     {
       BSKY_PORT: String(port),
-      BSKY_PUBLIC_URL: url,
+      // The dev-env AppView's public URL: image links in views are built from it.
+      BSKY_PUBLIC_URL: 'https://bsky.public.url',
       BSKY_DID_PLC_URL: opts.plcUrl,
       BSKY_SERVER_DID: opts.serverDid,
       BSKY_SERVICE_SIGNING_KEY: APPVIEW_KEY,
