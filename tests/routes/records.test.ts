@@ -174,7 +174,14 @@ describe('record, actor, label and count routes', () => {
   it('GetAllLabelers answers (the stock does not implement it)', async () => {
     const client = net.clientFor(ours.server.url)
     const res = await client.getAllLabelers({})
-    expect(res.uris).toEqual(urisByCollection.get('app.bsky.labeler.service'))
+    // Every labeler, newest first (order checked against the rows, not the seeding order).
+    expect([...res.uris].sort()).toEqual(
+      [...urisByCollection.get('app.bsky.labeler.service')!].sort(),
+    )
+    const rows = await ours.db.db.selectFrom('labeler').select(['uri', 'sortAt']).execute()
+    const sortAt = new Map(rows.map((r) => [r.uri, r.sortAt]))
+    const times = res.uris.map((u) => sortAt.get(u)!)
+    expect(times).toEqual([...times].sort().reverse())
     expect(res.records.map((r) => r.cid.length > 0)).toEqual(res.uris.map(() => true))
     await expect(net.stock.getAllLabelers({})).rejects.toThrow()
   })
