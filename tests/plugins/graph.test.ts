@@ -2,15 +2,10 @@
 // other rkeys than `self` (kept in `record` only), reference-list opt-outs (valid, malformed
 // subject, duplicates that are never promoted), list items on someone else's list (dropped
 // outright), and deletion of lists, starter packs, feed generators, blocks and labelers.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  diffSchemas,
-  INDEXED_TABLES,
-  startOurIndexer,
-  type OurIndexer,
-} from '../harness/indexer.ts'
+import { describe, expect, it } from 'vitest'
+import { compareIndexers } from '../harness/compare-indexers.ts'
 import { createUser } from '../harness/seed.ts'
-import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
+import type { StockNetwork } from '../harness/stock-network.ts'
 
 type Ref = { uri: string; cid: string }
 type Rec = Record<string, unknown>
@@ -112,27 +107,10 @@ async function scenario(net: StockNetwork) {
 }
 
 describe('plugins: graph and declarations', () => {
-  let net: StockNetwork
-  let ours: OurIndexer
-
-  beforeAll(async () => {
-    net = await startStockNetwork()
-    ours = await startOurIndexer(net.network)
-    await scenario(net)
-    await net.network.processAll()
-    await ours.catchUp()
-  })
-  afterAll(async () => {
-    await ours?.close()
-    await net?.close()
-  })
-
-  it.each(INDEXED_TABLES)('%s', async (table) => {
-    expect(await diffSchemas(net.schema, ours.schema, [table])).toEqual([])
-  })
+  const run = compareIndexers(scenario)
 
   it('exercised the cases', async () => {
-    const db = ours.db.db
+    const db = run().ours.db.db
     const count = async (
       table: 'labeler' | 'list_item' | 'reference_list_opt_out' | 'record',
       like: string,

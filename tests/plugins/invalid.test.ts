@@ -2,15 +2,10 @@
 // are skipped by both indexers, `record` row included; valid records around them, in the same
 // repos, are indexed as usual. Open unions and unknown fields are not invalid.
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  diffSchemas,
-  INDEXED_TABLES,
-  startOurIndexer,
-  type OurIndexer,
-} from '../harness/indexer.ts'
+import { describe, expect, it } from 'vitest'
+import { compareIndexers } from '../harness/compare-indexers.ts'
 import { createUser, IMAGES } from '../harness/seed.ts'
-import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
+import type { StockNetwork } from '../harness/stock-network.ts'
 
 type Rec = Record<string, unknown>
 
@@ -75,34 +70,16 @@ async function scenario(net: StockNetwork): Promise<{ invalid: string[]; valid: 
 }
 
 describe('plugins: records failing lexicon validation', () => {
-  let net: StockNetwork
-  let ours: OurIndexer
-  let uris: { invalid: string[]; valid: string[] }
-
-  beforeAll(async () => {
-    net = await startStockNetwork()
-    ours = await startOurIndexer(net.network)
-    uris = await scenario(net)
-    await net.network.processAll()
-    await ours.catchUp()
-  })
-  afterAll(async () => {
-    await ours?.close()
-    await net?.close()
-  })
-
-  it.each(INDEXED_TABLES)('%s', async (table) => {
-    expect(await diffSchemas(net.schema, ours.schema, [table])).toEqual([])
-  })
+  const run = compareIndexers(scenario)
 
   it('skipped the invalid records and kept the valid ones', async () => {
     const found = async (list: string[]) =>
-      (await ours.db.db.selectFrom('record').where('uri', 'in', list).select('uri').execute()).map(
-        (r) => r.uri,
-      )
-    expect(await found(uris.invalid)).toEqual([])
-    expect((await found(uris.valid)).sort()).toEqual([...uris.valid].sort())
-    const posts = await ours.db.db.selectFrom('post').select('text').execute()
+      (
+        await run().ours.db.db.selectFrom('record').where('uri', 'in', list).select('uri').execute()
+      ).map((r) => r.uri)
+    expect(await found(run().result.invalid)).toEqual([])
+    expect((await found(run().result.valid)).sort()).toEqual([...run().result.valid].sort())
+    const posts = await run().ours.db.db.selectFrom('post').select('text').execute()
     expect(posts.map((p) => p.text).sort()).toEqual(
       ['after the bad ones', 'before the bad ones', 'unknown facet feature and field'].sort(),
     )

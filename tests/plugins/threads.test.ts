@@ -3,15 +3,10 @@
 // replies indexed before their parent, reply notifications in chains deeper than five levels,
 // self-interactions (no self-notifications), mentions of unknown DIDs, and post edits.
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  diffSchemas,
-  INDEXED_TABLES,
-  startOurIndexer,
-  type OurIndexer,
-} from '../harness/indexer.ts'
+import { describe, expect, it } from 'vitest'
+import { compareIndexers } from '../harness/compare-indexers.ts'
 import { createUser, IMAGES } from '../harness/seed.ts'
-import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
+import type { StockNetwork } from '../harness/stock-network.ts'
 
 type Ref = { uri: string; cid: string }
 type Rec = Record<string, unknown>
@@ -247,27 +242,10 @@ async function scenario(net: StockNetwork) {
 }
 
 describe('plugins: posts and threads', () => {
-  let net: StockNetwork
-  let ours: OurIndexer
-
-  beforeAll(async () => {
-    net = await startStockNetwork()
-    ours = await startOurIndexer(net.network)
-    await scenario(net)
-    await net.network.processAll()
-    await ours.catchUp()
-  })
-  afterAll(async () => {
-    await ours?.close()
-    await net?.close()
-  })
-
-  it.each(INDEXED_TABLES)('%s', async (table) => {
-    expect(await diffSchemas(net.schema, ours.schema, [table])).toEqual([])
-  })
+  const run = compareIndexers(scenario)
 
   it('exercised the cases', async () => {
-    const db = ours.db.db
+    const db = run().ours.db.db
     const invalid = await db
       .selectFrom('post')
       .where('invalidReplyRoot', '=', true)

@@ -2,15 +2,10 @@
 // generator, follow, repost, block and verification updates (delete + insert, with the stock's
 // notification rules for each), and duplicate follows, reposts, blocks, list items, list blocks
 // and verifications: tracked in duplicate_record and promoted when the original goes.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  diffSchemas,
-  INDEXED_TABLES,
-  startOurIndexer,
-  type OurIndexer,
-} from '../harness/indexer.ts'
+import { describe, expect, it } from 'vitest'
+import { compareIndexers } from '../harness/compare-indexers.ts'
 import { createUser, setProfile } from '../harness/seed.ts'
-import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
+import type { StockNetwork } from '../harness/stock-network.ts'
 
 type Ref = { uri: string; cid: string }
 type Rec = Record<string, unknown>
@@ -198,27 +193,10 @@ async function scenario(net: StockNetwork) {
 }
 
 describe('plugins: updates and duplicates', () => {
-  let net: StockNetwork
-  let ours: OurIndexer
-
-  beforeAll(async () => {
-    net = await startStockNetwork()
-    ours = await startOurIndexer(net.network)
-    await scenario(net)
-    await net.network.processAll()
-    await ours.catchUp()
-  })
-  afterAll(async () => {
-    await ours?.close()
-    await net?.close()
-  })
-
-  it.each(INDEXED_TABLES)('%s', async (table) => {
-    expect(await diffSchemas(net.schema, ours.schema, [table])).toEqual([])
-  })
+  const run = compareIndexers(scenario)
 
   it('exercised the cases', async () => {
-    const db = ours.db.db
+    const db = run().ours.db.db
     const dups = await db.selectFrom('duplicate_record').select('uri').execute()
     // A promoted duplicate keeps its row (as in the stock): follow (x2), repost (x2), block,
     // list item, list block, verification; the follow updated to another subject lost its row.
