@@ -2,6 +2,7 @@
 // (@atproto/bsky RepoSubscription) and by ours, one after the other on the same machine, each
 // into its own fresh schema of the same Postgres. Not part of CI.
 //   BENCH_USERS (default 30), BENCH_RECORDS (default 3000), OPENPLANE_TEST_PG_URL
+import { writeFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { IdResolver } from '@atproto/identity'
 import { Database, RepoSubscription } from '@atproto/bsky'
@@ -44,6 +45,13 @@ try {
   log(`generated in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
   const head = (await network.pds.ctx.sequencer.curr()) ?? 0
   const frames = await recordFirehose(network.pds.url, head)
+  if (process.env.BENCH_SAVE_CORPUS) {
+    // The recorded stream, reusable with tests/harness/fake-relay.ts (JSON lines, base64 frames).
+    const lines = frames.map((f) =>
+      JSON.stringify({ seq: f.seq, note: '', frame: Buffer.from(f.bytes).toString('base64') }),
+    )
+    writeFileSync(process.env.BENCH_SAVE_CORPUS, lines.join('\n') + '\n')
+  }
   const relay = await startFakeRelay(frames)
   const ops = frames.length
   log(`recorded ${frames.length} frames (seq 1…${head}); replaying each side from a fake relay`)

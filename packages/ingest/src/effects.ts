@@ -51,8 +51,24 @@ export class CounterBuffer {
 }
 
 export async function applyRows(db: Db, rows: RowWrite[] | undefined): Promise<void> {
-  for (const row of rows ?? []) {
-    if (row.kind === 'insert') {
+  const list = rows ?? []
+  for (let i = 0; i < list.length; i++) {
+    const row = list[i]!
+    if (row.kind === 'insert' && !row.onConflict) {
+      // Adjacent "insert, leave existing rows alone" writes to one table go out as one statement.
+      const values: unknown[] = [row.values]
+      while (values.length < 1000) {
+        const next = list[i + 1]
+        if (next?.kind !== 'insert' || next.onConflict || next.table !== row.table) break
+        values.push(next.values)
+        i++
+      }
+      await db
+        .insertInto(row.table)
+        .values(values as never)
+        .onConflict((b) => b.doNothing())
+        .execute()
+    } else if (row.kind === 'insert') {
       const q = db.insertInto(row.table).values(row.values as never)
       const oc = row.onConflict
       await (

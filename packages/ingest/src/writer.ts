@@ -16,7 +16,14 @@ import {
 } from './actors.ts'
 import { CounterBuffer, NotificationBuffer } from './effects.ts'
 import type { IngestEvent } from './events.ts'
-import { createRecord, deleteRecord, updateRecord, type RecordContext } from './records.ts'
+import {
+  createRecord,
+  createRecords,
+  deleteRecord,
+  updateRecord,
+  type CreateItem,
+  type RecordContext,
+} from './records.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -70,6 +77,15 @@ export class Writer {
     this.pending.push(fn)
   }
 
+  /** Creates of `independent` plugins waiting to be written in bulk, in firehose order. */
+  private bulkRun: CreateItem[] = []
+
+  private async flushRun(ctx: RecordContext): Promise<void> {
+    const items = this.bulkRun
+    this.bulkRun = []
+    await createRecords(ctx, items)
+  }
+
   constructor(db: Db, deps: WriterDeps) {
     this.db = db
     this.deps = deps
@@ -109,6 +125,7 @@ export class Writer {
     isolate: boolean,
   ): Promise<void> {
     this.pending = []
+    this.bulkRun = []
     const counters = new CounterBuffer()
     const notifications = new NotificationBuffer()
     const ctx: RecordContext = { db: tx, counters, notifications }
@@ -130,6 +147,7 @@ export class Writer {
         log.error({ err, seq: evt.seq, did: evt.did, type: evt.type }, 'event skipped')
       }
     }
+    await this.flushRun(ctx)
     await counters.flush(tx)
     await notifications.flush(tx)
     await setCommitsLastSeen(tx, seen)
@@ -167,6 +185,7 @@ export class Writer {
       case 'identity':
         break
       case 'account':
+        await this.flushRun(ctx)
         if (!evt.active && evt.status === 'deleted') {
           if (prepared.deletions.has(index)) await deleteAccount(tx, evt.did)
         } else {
@@ -199,6 +218,7 @@ export class Writer {
     }
     const label = { collection: op.collection, action: op.action }
     if (op.action === 'delete') {
+      await this.flushRun(ctx)
       await deleteRecord(ctx, plugin, uri, parseRecord)
       this.later(() => ops.inc({ ...label, outcome: 'applied' }))
       return
@@ -222,7 +242,13 @@ export class Writer {
       indexedAt: evt.time,
     }
     const write = op.action === 'create' ? createRecord : updateRecord
-    if (!isolate) {
+    const independent =
+      typeof plugin.independent === 'function' ? plugin.independent(rec) : plugin.independent
+    const bulk = !isolate && op.action === 'create' && !!independent
+    if (!bulk) await this.flushRun(ctx)
+    if (bulk) {
+      this.bulkRun.push({ plugin, ref, rec })
+    } else if (!isolate) {
       await write(ctx, plugin, ref, rec)
     } else {
       // Inside isolation each op gets its own savepoint so one bad record spares its commit.

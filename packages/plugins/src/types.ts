@@ -124,4 +124,9 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
   }
   /** On delete, re-index the oldest duplicate in its place (default true). */
   promoteDuplicateOnDelete?: boolean
+  /**
+   * `toRow` and `onInsert` read nothing that another record of the same batch could change, so
+   * the writer may create runs of these records in bulk (one statement per table, not per record).
+   */
+  independent?: boolean | ((record: Rec) => boolean)
 }

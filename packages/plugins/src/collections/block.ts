@@ -8,6 +8,7 @@ type Block = AppBskyGraphBlock.Record
 export const block: RecordPlugin<Block, 'actor_block'> = {
   collection: 'app.bsky.graph.block',
   table: 'actor_block',
+  independent: true,
   parse: (record) => assertRecord<Block>('app.bsky.graph.block', record),
 
   async toRow(_db, ref, rec) {

@@ -9,6 +9,7 @@ type Generator = AppBskyFeedGenerator.Record
 export const feedGenerator: RecordPlugin<Generator, 'feed_generator'> = {
   collection: 'app.bsky.feed.generator',
   table: 'feed_generator',
+  independent: true,
   parse: (record) => assertRecord<Generator>('app.bsky.feed.generator', record),
 
   async toRow(_db, ref, rec) {

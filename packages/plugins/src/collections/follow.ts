@@ -8,6 +8,7 @@ type Follow = AppBskyGraphFollow.Record
 export const follow: RecordPlugin<Follow, 'follow'> = {
   collection: 'app.bsky.graph.follow',
   table: 'follow',
+  independent: true,
   parse: (record) => assertRecord<Follow>('app.bsky.graph.follow', record),
 
   async toRow(_db, ref, rec) {

@@ -8,6 +8,7 @@ type Service = AppBskyLabelerService.Record
 export const labeler: RecordPlugin<Service, 'labeler'> = {
   collection: 'app.bsky.labeler.service',
   table: 'labeler',
+  independent: true,
   parse: (record) => assertRecord<Service>('app.bsky.labeler.service', record),
 
   async toRow(_db, ref, rec) {

@@ -8,6 +8,7 @@ type Like = AppBskyFeedLike.Record
 export const like: RecordPlugin<Like, 'like'> = {
   collection: 'app.bsky.feed.like',
   table: 'like',
+  independent: true,
   parse: (record) => assertRecord<Like>('app.bsky.feed.like', record),
 
   async toRow(_db, ref, rec) {

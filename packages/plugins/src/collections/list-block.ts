@@ -8,6 +8,7 @@ type ListBlock = AppBskyGraphListblock.Record
 export const listBlock: RecordPlugin<ListBlock, 'list_block'> = {
   collection: 'app.bsky.graph.listblock',
   table: 'list_block',
+  independent: true,
   parse: (record) => assertRecord<ListBlock>('app.bsky.graph.listblock', record),
 
   async toRow(_db, ref, rec) {

@@ -8,6 +8,7 @@ type ListItem = AppBskyGraphListitem.Record
 export const listItem: RecordPlugin<ListItem, 'list_item'> = {
   collection: 'app.bsky.graph.listitem',
   table: 'list_item',
+  independent: true,
   parse: (record) => assertRecord<ListItem>('app.bsky.graph.listitem', record),
 
   async toRow(_db, ref, rec) {

@@ -9,6 +9,7 @@ type List = AppBskyGraphList.Record
 export const list: RecordPlugin<List, 'list'> = {
   collection: 'app.bsky.graph.list',
   table: 'list',
+  independent: true,
   parse: (record) => assertRecord<List>('app.bsky.graph.list', record),
 
   async toRow(_db, ref, rec) {

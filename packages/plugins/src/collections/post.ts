@@ -21,6 +21,8 @@ export const post: RecordPlugin<Post, 'post'> = {
   collection: 'app.bsky.feed.post',
   table: 'post',
   parse: (record) => assertRecord<Post>('app.bsky.feed.post', record),
+  // Replies and quotes read the thread and the quoted post; a plain post reads nothing.
+  independent: (rec) => !rec.reply && !quotedPost(rec),
 
   async toRow(db, ref, rec) {
     const row = {

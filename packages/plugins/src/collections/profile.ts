@@ -9,6 +9,7 @@ type Profile = AppBskyActorProfile.Record
 export const profile: RecordPlugin<Profile, 'profile'> = {
   collection: 'app.bsky.actor.profile',
   table: 'profile',
+  independent: true,
   parse: (record) => assertRecord<Profile>('app.bsky.actor.profile', record),
 
   async toRow(_db, ref, rec) {

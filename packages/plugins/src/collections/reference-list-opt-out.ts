@@ -26,6 +26,7 @@ function listSubject(subject: string): string | null {
 export const referenceListOptOut: RecordPlugin<OptOut, 'reference_list_opt_out'> = {
   collection: 'app.bsky.graph.referencelistoptout',
   table: 'reference_list_opt_out',
+  independent: true,
   parse: (record) => assertRecord<OptOut>('app.bsky.graph.referencelistoptout', record),
 
   async toRow(_db, ref, rec) {

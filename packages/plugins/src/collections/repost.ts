@@ -8,6 +8,7 @@ type Repost = AppBskyFeedRepost.Record
 export const repost: RecordPlugin<Repost, 'repost'> = {
   collection: 'app.bsky.feed.repost',
   table: 'repost',
+  independent: true,
   parse: (record) => assertRecord<Repost>('app.bsky.feed.repost', record),
 
   async toRow(_db, ref, rec) {

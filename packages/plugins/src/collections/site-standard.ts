@@ -11,6 +11,7 @@ export function siteStandard(collection: string): RecordPlugin<unknown, never> {
     plugin = {
       collection,
       table: null,
+      independent: true,
       parse(record) {
         if (!record || typeof record !== 'object' || Array.isArray(record)) {
           throw new InvalidRecordError(`invalid ${collection} record: not an object`)

@@ -8,6 +8,7 @@ type Verification = AppBskyGraphVerification.Record
 export const verification: RecordPlugin<Verification, 'verification'> = {
   collection: 'app.bsky.graph.verification',
   table: 'verification',
+  independent: true,
   parse: (record) => assertRecord<Verification>('app.bsky.graph.verification', record),
 
   async toRow(_db, ref, rec) {
