@@ -1,0 +1,52 @@
+// Configuration errors name the variable; defaults are the documented ones.
+import { describe, expect, it } from 'vitest'
+import { ConfigError, readConfig } from '../../packages/cli/src/config.ts'
+
+describe('configuration from env', () => {
+  it('has the documented defaults', () => {
+    const c = readConfig({})
+    expect(c).toMatchObject({
+      host: '127.0.0.1',
+      port: 2585,
+      schema: 'bsky',
+      postgres: undefined,
+      indexer: true,
+      firehoseUrls: ['wss://bsky.network'],
+      verifyCommits: false,
+      plcUrl: 'https://plc.directory',
+    })
+  })
+
+  it.each([
+    [{ DATAPLANE_PORT: '70000' }, /DATAPLANE_PORT/],
+    [{ DATAPLANE_PORT: 'eighty' }, /DATAPLANE_PORT/],
+    [{ DB_POSTGRES_URL: 'mysql://x' }, /DB_POSTGRES_URL/],
+    [{ DB_POSTGRES_URL: 'not a url' }, /DB_POSTGRES_URL/],
+    [{ DB_POSTGRES_SCHEMA: 'bad-name;drop' }, /DB_POSTGRES_SCHEMA/],
+    [
+      { DATAPLANE_FIREHOSE_URLS: 'wss://ok.example,http://wrong.example' },
+      /DATAPLANE_FIREHOSE_URLS\[1\]/,
+    ],
+    [{ DATAPLANE_VERIFY_COMMITS: 'maybe' }, /DATAPLANE_VERIFY_COMMITS/],
+    [{ DATAPLANE_TLS_KEY: '/k.pem' }, /DATAPLANE_TLS_KEY and DATAPLANE_TLS_CERT/],
+    [{ DATAPLANE_BATCH_SIZE: '0' }, /DATAPLANE_BATCH_SIZE/],
+    [{ DATAPLANE_FIREHOSE_CURSOR: '-1' }, /DATAPLANE_FIREHOSE_CURSOR/],
+  ])('%o is refused with a message naming it', (env, message) => {
+    expect(() => readConfig(env)).toThrow(ConfigError)
+    expect(() => readConfig(env)).toThrow(message)
+  })
+
+  it('reads a full production configuration', () => {
+    const c = readConfig({
+      DB_POSTGRES_URL: 'postgresql://u:p@db:5432/bsky',
+      DB_POSTGRES_SCHEMA: 'appview',
+      DATAPLANE_FIREHOSE_URLS: 'wss://relay1.example, wss://relay2.example',
+      DATAPLANE_VERIFY_COMMITS: 'true',
+      DATAPLANE_FIREHOSE_CURSOR: '12345',
+    })
+    expect(c.postgres).toEqual({ url: 'postgresql://u:p@db:5432/bsky', poolSize: 10 })
+    expect(c.firehoseUrls).toEqual(['wss://relay1.example', 'wss://relay2.example'])
+    expect(c.verifyCommits).toBe(true)
+    expect(c.initialCursor).toBe(12345)
+  })
+})
