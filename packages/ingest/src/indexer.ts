@@ -54,6 +54,8 @@ export class Indexer {
   private eventTime: string | undefined
   private connected = false
   private decoding: Promise<void> = Promise.resolve()
+  /** Frames received and not decoded yet. */
+  private queued = 0
   private flushing: Promise<void> | undefined
   private timer: NodeJS.Timeout | undefined
   private waiters: { seq: number; resolve: () => void }[] = []
@@ -65,7 +67,8 @@ export class Indexer {
       url: opts.source,
       cursor: () => this.readSeq,
       onFrame: (bytes) => this.onFrame(bytes),
-      isFull: () => this.pending.length >= opts.batchSize * 4,
+      // Frames waiting to be decoded count too: decoding stalls while a full batch is written.
+      isFull: () => this.queued + this.pending.length >= opts.batchSize * 4,
       onConnectionChange: (c) => (this.connected = c),
     })
   }
@@ -108,7 +111,15 @@ export class Indexer {
 
   private onFrame(bytes: Uint8Array): void {
     // Decode in arrival order; decoding is async (CAR parsing) but must not reorder events.
-    this.decoding = this.decoding.then(() => this.decode(bytes))
+    this.queued++
+    this.decoding = this.decoding
+      .then(() => this.decode(bytes))
+      // A failure here must not break the chain: later frames still need decoding.
+      .catch((err: unknown) => log.error({ err }, 'frame handling failed'))
+      .finally(() => {
+        this.queued--
+        this.firehose.resume()
+      })
   }
 
   private async decode(bytes: Uint8Array): Promise<void> {
