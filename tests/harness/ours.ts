@@ -1,6 +1,6 @@
 // Our dataplane server in-process, reading a given schema. (The e2e tests run it as its own
 // process through the CLI instead; route tests only need the rpc surface.)
-import { createPgDb, type Db } from '@openplane/db'
+import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
 import { startServer, type DataplaneServer } from '@openplane/server'
 import { PG_URL } from './env.ts'
@@ -17,6 +17,8 @@ export async function startOurServer(opts: {
   pdsUrl: string
 }): Promise<OurServer> {
   const db = createPgDb({ url: PG_URL, schema: opts.schema, poolSize: 5 })
+  // The schema was made by the stock: adopting it is part of what these tests exercise.
+  await migrateToLatest(db)
   const identity = createIdentity({
     plcUrl: opts.plcUrl,
     allowPrivateNetwork: true,
