@@ -143,4 +143,39 @@ describe('stock AppView: our dataplane vs the stock dataplane', () => {
       }
     }
   })
+
+  it('getTimeline, walking cursors', async () => {
+    for (const viewer of Object.values(dids)) {
+      for (const limit of ['1', '3', '50']) {
+        let cursor: string | undefined
+        for (let page = 0; page < 20; page++) {
+          const params: Record<string, string> = { limit }
+          if (cursor) params.cursor = cursor
+          const body = (await same('app.bsky.feed.getTimeline', params, viewer)) as {
+            cursor?: string
+          }
+          cursor = body.cursor
+          if (!cursor) break
+        }
+      }
+    }
+  })
+
+  it('getPostThread for every post, and notifications', async () => {
+    const uris = Object.values(net.sc.posts)
+      .flat()
+      .map((p) => p.ref.uriStr)
+      .concat(
+        Object.values(net.sc.replies)
+          .flat()
+          .map((p) => p.ref.uriStr),
+      )
+    for (const viewer of viewers()) {
+      for (const uri of uris) await same('app.bsky.feed.getPostThread', { uri }, viewer)
+    }
+    for (const viewer of Object.values(dids)) {
+      await same('app.bsky.notification.listNotifications', { limit: '50' }, viewer)
+      await same('app.bsky.notification.getUnreadCount', {}, viewer)
+    }
+  })
 })
