@@ -13,7 +13,7 @@ export interface IndexerRun<T> {
 }
 
 export function compareIndexers<T>(
-  scenario: (net: StockNetwork) => Promise<T>,
+  scenario: (net: StockNetwork, ours: OurIndexer) => Promise<T>,
 ): () => IndexerRun<T> {
   let net: StockNetwork | undefined
   let ours: OurIndexer | undefined
@@ -21,7 +21,7 @@ export function compareIndexers<T>(
   beforeAll(async () => {
     net = await startStockNetwork()
     ours = await startOurIndexer(net.network)
-    const result = await scenario(net)
+    const result = await scenario(net, ours)
     await net.network.processAll()
     await ours.catchUp()
     run = { net, ours, result }

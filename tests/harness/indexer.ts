@@ -12,6 +12,7 @@ export interface OurIndexer {
   schema: string
   db: Db
   indexer: Indexer
+  writer: Writer
   /** Waits until everything the PDS has sequenced so far is applied. */
   catchUp(): Promise<void>
   close(opts?: { keepSchema?: boolean }): Promise<void>
@@ -40,10 +41,11 @@ export async function startIndexerOn(
     timeoutMs: 1000,
     testHandles: target.testPdsUrl ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl } : undefined,
   })
+  const writer = new Writer(db.db, writerDeps(identity, 1000))
   const indexer = new Indexer({
     source: target.source,
     db: db.db,
-    writer: new Writer(db.db, writerDeps(identity, 1000)),
+    writer,
     idResolver: identity.idResolver,
     verify: opts.verify ?? false,
     batchSize: opts.batchSize ?? 100,
@@ -55,6 +57,7 @@ export async function startIndexerOn(
     schema,
     db,
     indexer,
+    writer,
     async catchUp() {
       const seq = await target.headSeq?.()
       if (seq !== null && seq !== undefined) await indexer.waitFor(seq)

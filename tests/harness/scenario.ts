@@ -1,10 +1,12 @@
 // A user story played through the PDS, touching every record type the indexer handles. Both the
 // indexer differential test and the AppView differential test replay it.
 import type { SeedClient, TestNetwork } from '@atproto/dev-env'
-import { seedBasic } from './seed.ts'
+import { createUser, seedBasic, setProfile } from './seed.ts'
 
 export interface ScenarioResult {
   dids: Record<string, string>
+  /** An account that was deleted at the end. */
+  deleted: string
 }
 
 export async function playScenario(
@@ -56,5 +58,21 @@ export async function playScenario(
     { headers: sc.getHeaders(carol!), encoding: 'application/json' },
   )
   await network.processAll()
-  return { dids: { alice: alice!, bob: bob!, carol: carol!, dan: dan! } }
+  // An account that interacted with everyone, then is deleted by the PDS admin.
+  const frank = await createUser(sc, 'frank')
+  await setProfile(sc, frank, 'Frank', 'leaving soon')
+  const frankPost = await sc.post(frank, 'hello, briefly')
+  await sc.follow(frank, alice!)
+  await sc.follow(bob!, frank)
+  await sc.like(frank, alicePost)
+  await sc.like(alice!, frankPost.ref)
+  await sc.repost(frank, bobPost)
+  await sc.reply(frank, alicePost, alicePost, 'a reply that goes with its author')
+  await network.processAll()
+  await sc.agent.com.atproto.admin.deleteAccount(
+    { did: frank },
+    { headers: network.pds.adminAuthHeaders(), encoding: 'application/json' },
+  )
+  await network.processAll()
+  return { dids: { alice: alice!, bob: bob!, carol: carol!, dan: dan! }, deleted: frank }
 }

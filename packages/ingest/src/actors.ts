@@ -1,6 +1,6 @@
 // Actor rows: handles (verified both ways, with the stock's contention rule), upstream account
 // status, and the removal of a deleted account's whole index.
-import { sql, type Kysely } from 'kysely'
+import { sql, type Kysely, type Selectable } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 
 type Db = Kysely<DatabaseSchema>
@@ -80,9 +80,18 @@ const EMBEDS = [
   'post_embed_gallery_image',
 ] as const
 
-export async function deleteAccount(db: Db, did: string): Promise<void> {
+/** Returns the follows it removed, for the stores that follow the graph. */
+export async function deleteAccount(
+  db: Db,
+  did: string,
+): Promise<Selectable<DatabaseSchema['follow']>[]> {
   await db.deleteFrom('actor').where('did', '=', did).execute()
+  let follows: Selectable<DatabaseSchema['follow']>[] = []
   for (const table of BY_CREATOR) {
+    if (table === 'follow') {
+      follows = await db.deleteFrom('follow').where('creator', '=', did).returningAll().execute()
+      continue
+    }
     await db.deleteFrom(table).where('creator', '=', did).execute()
   }
   const posts = db.selectFrom('post').where('post.creator', '=', did).select('post.uri')
@@ -99,6 +108,7 @@ export async function deleteAccount(db: Db, did: string): Promise<void> {
     .execute()
   await db.deleteFrom('record').where('did', '=', did).execute()
   await db.deleteFrom('notification').where('did', '=', did).execute()
+  return follows
 }
 
 /** actor_sync: the last commit seen per repo (read by GetLatestRev). */

@@ -3,6 +3,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { Counter, Effects, NotificationRow, RowWrite } from '@openplane/plugins'
+import type { ChangeLog, FeedItemValues } from './changes.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -50,8 +51,13 @@ export class CounterBuffer {
   }
 }
 
-export async function applyRows(db: Db, rows: RowWrite[] | undefined): Promise<void> {
+export async function applyRows(
+  db: Db,
+  rows: RowWrite[] | undefined,
+  changes?: ChangeLog,
+): Promise<void> {
   const list = rows ?? []
+  if (changes) noteFeedItems(list, changes)
   for (let i = 0; i < list.length; i++) {
     const row = list[i]!
     if (row.kind === 'insert' && !row.onConflict) {
@@ -180,4 +186,16 @@ export function mergeEffects(...all: (Effects | undefined)[]): Effects {
     out.deleteNotificationsFor.push(...(e.deleteNotificationsFor ?? []))
   }
   return out
+}
+
+/** Feed item writes are what fan-out follows; note them for after the commit. */
+function noteFeedItems(rows: RowWrite[], changes: ChangeLog): void {
+  for (const row of rows) {
+    if (row.table !== 'feed_item') continue
+    if (row.kind === 'insert') {
+      changes.add({ table: 'feed_item', op: 'insert', row: row.values as FeedItemValues })
+    } else if (row.kind === 'delete') {
+      changes.add({ table: 'feed_item', op: 'delete', where: row.where })
+    }
+  }
 }

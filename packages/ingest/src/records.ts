@@ -8,20 +8,28 @@ import { lexParse, lexStringify } from '@atproto/lex-json'
 type LexValue = Parameters<typeof lexStringify>[0]
 import type { DatabaseSchema } from '@openplane/db'
 import type { Effects, RecordPlugin, RecordRef, TableName, Tables } from '@openplane/plugins'
+import type { ChangeLog } from './changes.ts'
 import { applyRows, type CounterBuffer, type NotificationBuffer } from './effects.ts'
 
 type Db = Kysely<DatabaseSchema>
 type AnyPlugin = RecordPlugin<unknown, TableName>
 type Row = Selectable<Tables[TableName]>
+type FollowRow = Selectable<Tables['follow']>
 
 export interface RecordContext {
   db: Db
   counters: CounterBuffer
   notifications: NotificationBuffer
+  changes: ChangeLog
+}
+
+/** Primary rows other stores follow (the follow graph). */
+function notePrimary(ctx: RecordContext, table: TableName, op: 'insert' | 'delete', row: Row) {
+  if (table === 'follow') ctx.changes.add({ table, op, row: row as FollowRow })
 }
 
 async function apply(ctx: RecordContext, effects: Effects, notify = true): Promise<void> {
-  await applyRows(ctx.db, effects.rows)
+  await applyRows(ctx.db, effects.rows, ctx.changes)
   ctx.counters.add(effects.counters)
   if (notify) {
     await ctx.notifications.apply(ctx.db, effects.deleteNotificationsFor, effects.notifications)
@@ -37,6 +45,7 @@ async function insertPrimary(ctx: RecordContext, plugin: AnyPlugin, ref: RecordR
     .onConflict((oc) => oc.doNothing())
     .returningAll()
     .executeTakeFirst()
+  if (inserted) notePrimary(ctx, plugin.table!, 'insert', inserted as Row)
   return (inserted as Row | undefined) ?? null
 }
 
@@ -46,6 +55,7 @@ async function deletePrimary(ctx: RecordContext, plugin: AnyPlugin, uri: string)
     .where('uri' as never, '=', uri as never)
     .returningAll()
     .executeTakeFirst()
+  if (deleted) notePrimary(ctx, plugin.table!, 'delete', deleted as Row)
   return (deleted as Row | undefined) ?? null
 }
 
@@ -68,7 +78,7 @@ export async function createRecord(
     .execute()
   if (!plugin.table) return
   const inserted = await insertPrimary(ctx, plugin, ref, rec)
-  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec))
+  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec), ctx.changes)
   if (inserted) {
     await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref, rec))
     return
@@ -106,12 +116,12 @@ export async function updateRecord(
     await ctx.db.deleteFrom('duplicate_record').where('uri', '=', ref.uri).execute()
   }
   const deleted = await deletePrimary(ctx, plugin, ref.uri)
-  await applyRows(ctx.db, plugin.unconditional?.delete(ref.uri))
+  await applyRows(ctx.db, plugin.unconditional?.delete(ref.uri), ctx.changes)
   // An update of a record we never indexed is a plain create.
   if (!deleted) return createRecord(ctx, plugin, ref, rec)
   const inserted = await insertPrimary(ctx, plugin, ref, rec)
   if (!inserted) throw new Error(`update of ${ref.uri} removed the row but could not replace it`)
-  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec))
+  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec), ctx.changes)
   // An update notifies as "delete replaced by": the insert side adds rows and counts only.
   await apply(ctx, await plugin.onDelete(ctx.db, deleted, inserted, rec))
   await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref, rec), false)
@@ -127,7 +137,7 @@ export async function deleteRecord(
   await ctx.db.deleteFrom('duplicate_record').where('uri', '=', uri).execute()
   if (!plugin.table) return
   const deleted = await deletePrimary(ctx, plugin, uri)
-  await applyRows(ctx.db, plugin.unconditional?.delete(uri))
+  await applyRows(ctx.db, plugin.unconditional?.delete(uri), ctx.changes)
   if (!deleted) return
   let promoted: Row | null = null
   let promotedRef: RecordRef | undefined
@@ -153,7 +163,7 @@ export async function deleteRecord(
         indexedAt: found.indexedAt,
       }
       promoted = await insertPrimary(ctx, plugin, promotedRef, promotedRec)
-      await applyRows(ctx.db, plugin.unconditional?.create(promotedRef, promotedRec))
+      await applyRows(ctx.db, plugin.unconditional?.create(promotedRef, promotedRec), ctx.changes)
     }
   }
   await apply(
@@ -223,7 +233,10 @@ export async function createRecords(ctx: RecordContext, items: CreateItem[]): Pr
         .onConflict((oc) => oc.doNothing())
         .returningAll()
         .execute()
-      for (const row of got as Row[]) inserted.set((row as { uri: string }).uri, row)
+      for (const row of got as Row[]) {
+        inserted.set((row as { uri: string }).uri, row)
+        notePrimary(ctx, table, 'insert', row)
+      }
     }
   }
   const rows: Effects['rows'] = []
@@ -248,5 +261,5 @@ export async function createRecords(ctx: RecordContext, items: CreateItem[]): Pr
       })
     }
   }
-  await applyRows(ctx.db, rows)
+  await applyRows(ctx.db, rows, ctx.changes)
 }

@@ -14,6 +14,7 @@ import {
   setHandle,
   setUpstreamStatus,
 } from './actors.ts'
+import { ChangeLog, type Change } from './changes.ts'
 import { CounterBuffer, NotificationBuffer } from './effects.ts'
 import type { IngestEvent } from './events.ts'
 import {
@@ -72,6 +73,13 @@ export class Writer {
    * redone with savepoints is not counted twice.
    */
   private pending: (() => void)[] = []
+  private changes = new ChangeLog()
+  private listeners: ((changes: Change[]) => void)[] = []
+
+  /** Called with the watched row changes (follows, feed items) of each batch after it commits. */
+  onCommitted(listener: (changes: Change[]) => void): void {
+    this.listeners.push(listener)
+  }
 
   private later(fn: () => void): void {
     this.pending.push(fn)
@@ -113,6 +121,16 @@ export class Writer {
     const writeSecs = endWrite()
     for (const emit of this.pending) emit()
     this.pending = []
+    const changes = this.changes.take()
+    if (changes.length) {
+      for (const listener of this.listeners) {
+        try {
+          listener(changes)
+        } catch (err) {
+          log.error({ err }, 'change listener failed')
+        }
+      }
+    }
     log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')
   }
 
@@ -126,9 +144,10 @@ export class Writer {
   ): Promise<void> {
     this.pending = []
     this.bulkRun = []
+    this.changes = new ChangeLog()
     const counters = new CounterBuffer()
     const notifications = new NotificationBuffer()
-    const ctx: RecordContext = { db: tx, counters, notifications }
+    const ctx: RecordContext = { db: tx, counters, notifications, changes: this.changes }
     const seen = new Map<string, { commit: string; rev: string }>()
     for (const [i, evt] of batch.entries()) {
       if (!isolate) {
@@ -187,7 +206,11 @@ export class Writer {
       case 'account':
         await this.flushRun(ctx)
         if (!evt.active && evt.status === 'deleted') {
-          if (prepared.deletions.has(index)) await deleteAccount(tx, evt.did)
+          if (prepared.deletions.has(index)) {
+            for (const row of await deleteAccount(tx, evt.did)) {
+              ctx.changes.add({ table: 'follow', op: 'delete', row })
+            }
+          }
         } else {
           try {
             await setUpstreamStatus(tx, evt.did, evt.active, evt.status)
@@ -328,11 +351,13 @@ function snapshot(
   seen?: Map<string, { commit: string; rev: string }>,
 ) {
   const pendingLength = pending.length
+  const changes = ctx.changes.snapshot()
   const counters = ctx.counters.snapshot()
   const notifications = ctx.notifications.snapshot()
   const seenCopy = seen ? new Map(seen) : undefined
   return () => {
     pending.length = pendingLength
+    changes()
     counters()
     notifications()
     if (seen && seenCopy) {
