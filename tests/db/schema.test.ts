@@ -21,7 +21,15 @@ import { readCatalog } from './catalog.ts'
 const url = process.env.OPENPLANE_TEST_PG_URL ?? 'postgresql://postgres@127.0.0.1:5432/test'
 const STOCK_BOOKKEEPING = ['kysely_migration', 'kysely_migration_lock']
 const OUR_BOOKKEEPING = ['openplane_migration', 'openplane_migration_lock']
-const OUR_TABLES = ['openplane_cursor']
+// Sequences too: their catalog rows are named after themselves, not their tables.
+const OUR_TABLES = [
+  'openplane_cursor',
+  'openplane_actor_id',
+  'openplane_actor_id_id_seq',
+  'openplane_graph_snapshot',
+  'openplane_graph_snapshot_id_seq',
+  'openplane_graph_snapshot_chunk',
+]
 
 const created: string[] = []
 const open: Db[] = []
@@ -82,7 +90,7 @@ describe('@openplane/db schema', () => {
     const { schema: ourSchema, result } = await freshOurs()
     expect(result).toEqual({
       adopted: false,
-      applied: ['0001-stock-schema', '0002-openplane-tables'],
+      applied: ['0001-stock-schema', '0002-openplane-tables', '0003-actor-ids'],
     })
 
     const stock = await readCatalog(admin, stockSchema, STOCK_BOOKKEEPING)
@@ -124,7 +132,10 @@ describe('@openplane/db schema', () => {
     await stock.close()
 
     const db = ours(schema)
-    expect(await migrateToLatest(db)).toEqual({ adopted: true, applied: ['0002-openplane-tables'] })
+    expect(await migrateToLatest(db)).toEqual({
+      adopted: true,
+      applied: ['0002-openplane-tables', '0003-actor-ids'],
+    })
 
     const actors = await db.db.selectFrom('actor').select(['did', 'handle']).execute()
     expect(actors).toEqual([{ did: 'did:plc:alice', handle: 'alice.test' }])
@@ -146,6 +157,7 @@ describe('@openplane/db schema', () => {
     expect(await names('openplane_migration')).toEqual([
       '0001-stock-schema',
       '0002-openplane-tables',
+      '0003-actor-ids',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -190,7 +202,7 @@ describe('@openplane/db schema', () => {
       const db = createPgliteDb({ dataDir: path.join(dataDir, 'db'), schema: 'bsky' })
       expect(await migrateToLatest(db)).toEqual({
         adopted: false,
-        applied: ['0001-stock-schema', '0002-openplane-tables'],
+        applied: ['0001-stock-schema', '0002-openplane-tables', '0003-actor-ids'],
       })
 
       const indexedAt = '2025-01-02T03:04:05.000Z'

@@ -561,6 +561,30 @@ export interface OpenplaneCursor {
   updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
 }
 
+/** DIDs interned to the u32 ids of the in-memory graph (@openplane/graph). */
+export interface OpenplaneActorId {
+  id: GeneratedAlways<number>
+  did: string
+}
+
+/** A serialized graph; its data is in openplane_graph_snapshot_chunk. */
+export interface OpenplaneGraphSnapshot {
+  id: GeneratedAlways<number>
+  takenAt: ColumnType<Date, Date | string | undefined, Date | string>
+  cursor: Int8
+  actorIdHighWater: number
+  edgeCount: Int8
+  chunkCount: number
+  bytes: Int8
+  format: number
+}
+
+export interface OpenplaneGraphSnapshotChunk {
+  snapshot: number
+  seq: number
+  data: Uint8Array
+}
+
 export interface DatabaseSchema {
   activity_subscription: ActivitySubscription
   actor: Actor
@@ -618,4 +642,7 @@ export interface DatabaseSchema {
   verification: Verification
   view_param: ViewParam
   openplane_cursor: OpenplaneCursor
+  openplane_actor_id: OpenplaneActorId
+  openplane_graph_snapshot: OpenplaneGraphSnapshot
+  openplane_graph_snapshot_chunk: OpenplaneGraphSnapshotChunk
 }

@@ -1,0 +1,36 @@
+export {
+  DEFAULT_AUTHOR_TARGET_LENGTH,
+  DEFAULT_TARGET_LENGTH,
+  type AuthorPage,
+  type MaterialiseOptions,
+  type MemoryStats,
+  type PageOptions,
+  type StorePage,
+  type TimeKey,
+  type TimelineItem,
+  type TimelineStore,
+  type TimelineStoreOptions,
+} from './types.ts'
+export { TimelineStoreUnavailable } from './errors.ts'
+export { MemoryTimelineStore, type MemoryTimelineStoreOptions } from './memory-store.ts'
+export { RedisTimelineStore, type RedisTimelineStoreOptions } from './redis-store.ts'
+export {
+  createRedisClient,
+  parseRedisNodes,
+  waitForRedis,
+  type RedisClient,
+  type RedisClientOptions,
+  type RedisNode,
+} from './redis-client.ts'
+export {
+  cursorOf,
+  feedRowFromItem,
+  itemFromFeedRow,
+  mergePages,
+  newestFirst,
+  type FeedRow,
+  type MergedPage,
+  type MergeInput,
+} from './merge.ts'
+export { lossyKeep, seededRandom } from './lossy.ts'
+export { decodeMember, encodeMember } from './member.ts'

@@ -1,0 +1,83 @@
+// ioredis clients set up for a store that must fail fast: no offline queue on a single Redis
+// (commands while disconnected reject at once), no per-request retries, a command timeout, and
+// (single Redis) auto-pipelining so concurrent calls leave in one write.
+import { Cluster, Redis } from 'ioredis'
+import { withDeadline } from './errors.ts'
+
+export type RedisClient = Redis | Cluster
+
+export interface RedisNode {
+  host: string
+  port: number
+}
+
+export interface RedisClientOptions {
+  /** One Redis, or Cluster seed nodes. */
+  nodes: readonly RedisNode[]
+  cluster?: boolean
+  /** Per command; the store adds its own deadline per operation too. */
+  commandTimeoutMs?: number
+  connectTimeoutMs?: number
+}
+
+/** `host:port[,host:port…]` (what an env variable holds) into nodes. */
+export function parseRedisNodes(spec: string): RedisNode[] {
+  return spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => {
+      const i = s.lastIndexOf(':')
+      const port = i < 0 ? 6379 : Number(s.slice(i + 1))
+      if (!Number.isInteger(port) || port <= 0) throw new TypeError(`bad Redis address: ${s}`)
+      return { host: i < 0 ? s : s.slice(0, i), port }
+    })
+}
+
+/** Reconnect with a short backoff, forever: the store answers Unavailable meanwhile. */
+const backoff = (times: number): number => Math.min(50 * times, 1000)
+
+export function createRedisClient(opts: RedisClientOptions): RedisClient {
+  const commandTimeout = opts.commandTimeoutMs ?? 1000
+  const connectTimeout = opts.connectTimeoutMs ?? 2000
+  const [first] = opts.nodes
+  if (!first) throw new TypeError('no Redis node given')
+  if (opts.cluster) {
+    return new Cluster([...opts.nodes], {
+      enableOfflineQueue: false,
+      // No auto-pipelining on Cluster: a pipeline that meets MOVED/ASK for only some of its
+      // commands hands those errors back instead of following them (batch calls are large anyway).
+      enableAutoPipelining: false,
+      clusterRetryStrategy: backoff,
+      slotsRefreshTimeout: connectTimeout,
+      // Node connections keep ioredis' offline queue (they connect lazily on first command);
+      // the command timeout bounds how long anything waits in it.
+      redisOptions: { commandTimeout, connectTimeout, maxRetriesPerRequest: 0 },
+    })
+  }
+  return new Redis({
+    host: first.host,
+    port: first.port,
+    enableOfflineQueue: false,
+    enableAutoPipelining: true,
+    maxRetriesPerRequest: 0,
+    commandTimeout,
+    connectTimeout,
+    retryStrategy: backoff,
+  })
+}
+
+/** Resolves once the client can take commands (rejects after `ms`). */
+export async function waitForRedis(client: RedisClient, ms = 10_000): Promise<void> {
+  if (client.status === 'ready') return
+  let onReady: (() => void) | undefined
+  const ready = new Promise<void>((resolve) => {
+    onReady = () => resolve()
+    client.once('ready', onReady)
+  })
+  try {
+    await withDeadline(ready, ms)
+  } finally {
+    if (onReady) client.off('ready', onReady)
+  }
+}

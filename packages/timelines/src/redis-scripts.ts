@@ -1,0 +1,192 @@
+// Server-side steps that must be atomic per list: conditional add with trim, scans, rebuild merge.
+// Batch scripts take many lists with shared arguments and handle each list on its own, so a
+// fan-out costs one call per few hundred readers. Their keys travel in ARGV (ARGV[1] = how many,
+// then the keys, then the arguments) and only the first is declared, because Cluster refuses
+// declared keys of different slots; the store only batches keys served by one node, which a
+// script may touch with `allow-cross-slot-keys` (Redis 7). Strings are only compared for
+// equality in Lua (Redis sets LC_COLLATE, so Lua's `<` on strings would follow the locale);
+// order questions go to the sorted set itself via ZRANK. Memory-store twin: memory-list.ts.
+import { createHash } from 'node:crypto'
+
+export interface LuaScript {
+  source: string
+  sha: string
+}
+
+const SHEBANG = '#!lua flags=allow-cross-slot-keys\n'
+
+const PRELUDE = `
+local READY, TRUNCATED, WARMING, WARMING_T = '\\127r', '\\127t', '\\127w', '\\127x'
+-- The state a list moves to once it has a ghost.
+local GHOSTED = {
+  [READY] = TRUNCATED, [TRUNCATED] = TRUNCATED, [WARMING] = WARMING_T, [WARMING_T] = WARMING_T,
+}
+local function is_ghost(m)
+  return m ~= nil and string.byte(m, -1) == 0
+end
+-- The sentinel (highest member), or false when the list is not materialised.
+local function state(k)
+  local s = redis.call('ZRANGE', k, -1, -1)[1]
+  if s and GHOSTED[s] then return s end
+  return false
+end
+local function set_state(k, from, to)
+  if from ~= to then
+    redis.call('ZREM', k, from)
+    redis.call('ZADD', k, 0, to)
+  end
+end
+-- Pops the lowest members (the ghost, then the oldest items) down to target items; the highest
+-- popped item plus \\0 becomes the horizon.
+local function trim(k, s, items, target)
+  local g = (s == TRUNCATED or s == WARMING_T) and 1 or 0
+  local popped = redis.call('ZPOPMIN', k, g + items - target)
+  redis.call('ZADD', k, 0, popped[#popped - 1] .. '\\0')
+  set_state(k, s, GHOSTED[s])
+end
+-- A batch call's lists and arguments.
+local function batch()
+  local nk = tonumber(ARGV[1])
+  local keys, args = {}, {}
+  for i = 2, nk + 1 do keys[#keys + 1] = ARGV[i] end
+  for i = nk + 2, #ARGV do args[#args + 1] = ARGV[i] end
+  return keys, args
+end
+local function feed_field(m)
+  local r = string.find(m, '\\2', 1, true)
+  if r then return string.sub(m, r + 1), true end
+  local a = string.find(m, '\\1', 1, true)
+  local b = string.find(m, '\\1', a + 1, true)
+  return string.sub(m, b + 1), false
+end
+`
+
+function script(body: string): LuaScript {
+  const source = SHEBANG + PRELUDE + body
+  return { source, sha: createHash('sha1').update(source).digest('hex') }
+}
+
+/**
+ * Batch; arguments: target length, trim threshold (trimming waits for some slack so its cost is
+ * shared by many adds), members. Adds to each materialised (or warming) list, never below its
+ * horizon. Returns how many were added in all.
+ */
+export const ADD = script(`
+local keys, args = batch()
+local target, above = tonumber(args[1]), tonumber(args[2])
+local total = 0
+for _, k in ipairs(keys) do
+  local s = state(k)
+  if s then
+    local ghosted = s == TRUNCATED or s == WARMING_T
+    local n = 0
+    for i = 3, #args do
+      local m = args[i]
+      if redis.call('ZADD', k, 0, m) == 1 then
+        -- The ghost held rank 0; an item taking rank 0 sorts below it, in the unknown gap.
+        if ghosted and redis.call('ZRANK', k, m) == 0 then
+          redis.call('ZREM', k, m)
+        else
+          n = n + 1
+        end
+      end
+    end
+    if n > 0 then
+      local items = redis.call('ZCARD', k) - 1 - (ghosted and 1 or 0)
+      if items > above then trim(k, s, items, target) end
+    end
+    total = total + n
+  end
+end
+return total
+`)
+
+/**
+ * Batch; arguments: 'u' (by feed uri: post field, repost field), 'o' (by originator: two
+ * prefixes of the feed field) or 'm' (exact members). Returns how many were removed in all.
+ */
+export const REMOVE = script(`
+local keys, args = batch()
+local n = 0
+for _, k in ipairs(keys) do
+  if args[1] == 'm' then
+    for i = 2, #args do n = n + redis.call('ZREM', k, args[i]) end
+  else
+    for _, m in ipairs(redis.call('ZRANGE', k, '-', '(\\127', 'BYLEX')) do
+      if not is_ghost(m) then
+        local f, repost = feed_field(m)
+        local hit
+        if args[1] == 'u' then
+          hit = f == (repost and args[3] or args[2])
+        else
+          hit = string.sub(f, 1, #args[2]) == args[2] or string.sub(f, 1, #args[3]) == args[3]
+        end
+        if hit then
+          redis.call('ZREM', k, m)
+          n = n + 1
+        end
+      end
+    end
+  end
+end
+return n
+`)
+
+/** Batch: drops the lists. Returns how many existed. */
+export const DROP = script(`
+local keys = batch()
+local n = 0
+for _, k in ipairs(keys) do n = n + redis.call('DEL', k) end
+return n
+`)
+
+/**
+ * KEYS[1] list; ARGV[1] target length; ARGV[2] horizon ghost or ''; ARGV[3..] members. Replaces
+ * the list, or merges into what a WARMING list collected; keeps only what lies above the higher
+ * horizon; marks it READY (or TRUNCATED); trims to the target.
+ */
+export const MATERIALISE = script(`
+local k = KEYS[1]
+local s = state(k)
+local wg = false
+if s == WARMING or s == WARMING_T then
+  if s == WARMING_T then wg = redis.call('ZRANGE', k, 0, 0)[1] end
+  redis.call('ZREM', k, s)
+else
+  redis.call('DEL', k)
+end
+local chunk = {}
+for i = 3, #ARGV do
+  chunk[#chunk + 1] = 0
+  chunk[#chunk + 1] = ARGV[i]
+  if #chunk >= 1000 then
+    redis.call('ZADD', k, unpack(chunk))
+    chunk = {}
+  end
+end
+if #chunk > 0 then redis.call('ZADD', k, unpack(chunk)) end
+local hr = -1
+if ARGV[2] ~= '' then
+  redis.call('ZADD', k, 0, ARGV[2])
+  hr = redis.call('ZRANK', k, ARGV[2])
+end
+if wg then hr = math.max(hr, redis.call('ZRANK', k, wg)) end
+if hr > 0 then redis.call('ZREMRANGEBYRANK', k, 0, hr - 1) end
+local st = hr >= 0 and TRUNCATED or READY
+local items = redis.call('ZCARD', k) - (hr >= 0 and 1 or 0)
+redis.call('ZADD', k, 0, st)
+if items > tonumber(ARGV[1]) then trim(k, st, items, tonumber(ARGV[1])) end
+return 1
+`)
+
+/** KEYS[1] activity index; ARGV[1] cutoff ms; ARGV[2..] readers still below it are removed. */
+export const FORGET = script(`
+local n = 0
+for i = 2, #ARGV do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and tonumber(s) < tonumber(ARGV[1]) then
+    n = n + redis.call('ZREM', KEYS[1], ARGV[i])
+  end
+end
+return n
+`)

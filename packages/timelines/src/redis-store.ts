@@ -1,0 +1,416 @@
+// Timelines in Redis, single or Cluster. Keys:
+//   <prefix>t:{<reader>}   the reader's timeline (sorted set, members from member.ts)
+//   <prefix>a:{<author>}   a celebrity's recent items (same shape)
+//   <prefix>active         reader → last active epoch ms (the hibernation index)
+// Per-list keys are hash-tagged by DID, so everything one reader owns shares a slot and every
+// multi-command step on a list (scripts, MULTI) touches one slot. Work on many readers (fan-out,
+// removals, eviction) is grouped by the node serving each key and sent as one script call per
+// `batchSize` readers, a few calls in flight at a time.
+import { Cluster } from 'ioredis'
+import { TimelineStoreUnavailable, withDeadline } from './errors.ts'
+import {
+  checkDid,
+  decodeMember,
+  encodeMember,
+  feedUriFields,
+  lexMax,
+  originatorPrefixes,
+  READY,
+  TRUNCATED,
+  WARMING,
+  WARMING_T,
+} from './member.ts'
+import type { RedisClient } from './redis-client.ts'
+import { ADD, DROP, FORGET, MATERIALISE, REMOVE, type LuaScript } from './redis-scripts.ts'
+import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
+import { mergeSlices, sliceOf, type Slice } from './slices.ts'
+import { keySlot } from './slot.ts'
+import {
+  DEFAULT_AUTHOR_TARGET_LENGTH,
+  DEFAULT_TARGET_LENGTH,
+  type AuthorPage,
+  type MaterialiseOptions,
+  type MemoryStats,
+  type PageOptions,
+  type StorePage,
+  type TimelineItem,
+  type TimelineStore,
+  type TimelineStoreOptions,
+} from './types.ts'
+
+export interface RedisTimelineStoreOptions extends TimelineStoreOptions {
+  /** Key prefix (no braces: they would change the hash tag). */
+  prefix?: string
+  /** Deadline of one operation, or of one batch of a fan-out. */
+  timeoutMs?: number
+  /** Readers per script call of a fan-out (or removal, eviction). */
+  batchSize?: number
+  /** Connection errors (the store reports failures through TimelineStoreUnavailable too). */
+  onError?: (err: Error) => void
+}
+
+type Head = { ready: boolean; ghost: string | undefined }
+
+export class RedisTimelineStore implements TimelineStore {
+  readonly targetLength: number
+  readonly authorTargetLength: number
+  readonly #client: RedisClient
+  readonly #prefix: string
+  readonly #timeoutMs: number
+  readonly #batchSize: number
+
+  /** Takes ownership of `client` (see createRedisClient): `close()` quits it. */
+  constructor(client: RedisClient, opts: RedisTimelineStoreOptions = {}) {
+    this.#client = client
+    this.#prefix = opts.prefix ?? 'openplane:tl:'
+    if (/[{}]/.test(this.#prefix)) throw new TypeError('prefix must not contain braces')
+    this.targetLength = checkLength('targetLength', opts.targetLength ?? DEFAULT_TARGET_LENGTH)
+    this.authorTargetLength = checkLength(
+      'authorTargetLength',
+      opts.authorTargetLength ?? DEFAULT_AUTHOR_TARGET_LENGTH,
+    )
+    this.#timeoutMs = checkLength('timeoutMs', opts.timeoutMs ?? 500)
+    this.#batchSize = checkLength('batchSize', opts.batchSize ?? 500)
+    const onError = opts.onError ?? (() => {})
+    client.on('error', onError)
+    if (client instanceof Cluster) client.on('node error', onError)
+  }
+
+  async fanOut(readers: readonly string[], item: TimelineItem): Promise<number> {
+    const args = [this.targetLength, trimAbove(this.targetLength), encodeMember(item)]
+    return this.#batched('fanOut', readers, (r) => this.#timeline(r), ADD, args)
+  }
+
+  async insert(reader: string, items: readonly TimelineItem[]): Promise<number> {
+    if (!items.length) return 0
+    const args = [this.targetLength, trimAbove(this.targetLength), ...items.map(encodeMember)]
+    return this.#batched('insert', [reader], (r) => this.#timeline(r), ADD, args)
+  }
+
+  async remove(readers: readonly string[], target: string | TimelineItem): Promise<number> {
+    return this.#batched('remove', readers, (r) => this.#timeline(r), REMOVE, removeArgs(target))
+  }
+
+  async removeOriginator(readers: readonly string[], did: string): Promise<number> {
+    const args = ['o', ...originatorPrefixes(did)]
+    return this.#batched('removeOriginator', readers, (r) => this.#timeline(r), REMOVE, args)
+  }
+
+  async page(reader: string, opts: PageOptions): Promise<StorePage | null> {
+    const count = pageCount(opts.limit)
+    const key = this.#timeline(reader)
+    const { head, slice } = await this.#op('page', () => this.#slice(key, opts, count))
+    if (!head.ready) return null
+    const { members, complete } = mergeSlices([slice], count)
+    return { items: members.map(decodeMember), complete }
+  }
+
+  async isMaterialised(reader: string): Promise<boolean> {
+    const key = this.#timeline(reader)
+    const [state] = await this.#op('isMaterialised', () => this.#client.zrange(key, -1, -1))
+    return state === READY || state === TRUNCATED
+  }
+
+  async startRebuild(reader: string): Promise<void> {
+    await this.#warm('startRebuild', this.#timeline(reader))
+    await this.touch(reader)
+  }
+
+  async materialise(
+    reader: string,
+    items: readonly TimelineItem[],
+    opts: MaterialiseOptions,
+  ): Promise<void> {
+    await this.#materialise(this.#timeline(reader), items, opts, this.targetLength)
+    await this.touch(reader)
+  }
+
+  async evict(readers: readonly string[]): Promise<void> {
+    await this.#batched('evict', readers, (r) => this.#timeline(r), DROP, [])
+  }
+
+  async pushAuthorRecent(author: string, item: TimelineItem): Promise<boolean> {
+    const target = this.authorTargetLength
+    const args = [target, trimAbove(target), encodeMember(item)]
+    return (
+      (await this.#batched('pushAuthorRecent', [author], (a) => this.#author(a), ADD, args)) > 0
+    )
+  }
+
+  async removeAuthorRecent(author: string, target: string | TimelineItem): Promise<number> {
+    const args = removeArgs(target)
+    return this.#batched('removeAuthorRecent', [author], (a) => this.#author(a), REMOVE, args)
+  }
+
+  async authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage> {
+    const count = pageCount(opts.limit)
+    const unique = [...new Set(authors)]
+    const keys = unique.map((a) => this.#author(a))
+    const read = await this.#op('authorRecent', () =>
+      Promise.all(keys.map((k) => this.#slice(k, opts, count))),
+    )
+    const slices: Slice[] = []
+    const missing: string[] = []
+    read.forEach(({ head, slice }, i) => {
+      if (head.ready) slices.push(slice)
+      else missing.push(unique[i]!)
+    })
+    const { members, complete } = mergeSlices(slices, count)
+    return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
+  }
+
+  async startAuthorRebuild(author: string): Promise<void> {
+    await this.#warm('startAuthorRebuild', this.#author(author))
+  }
+
+  async materialiseAuthor(
+    author: string,
+    items: readonly TimelineItem[],
+    opts: MaterialiseOptions,
+  ): Promise<void> {
+    await this.#materialise(this.#author(author), items, opts, this.authorTargetLength)
+  }
+
+  async touch(reader: string, at: number = Date.now()): Promise<void> {
+    checkDid(reader)
+    await this.#op('touch', () => this.#client.zadd(this.#active(), 'GT', at, reader))
+  }
+
+  async activeSince(since: number): Promise<string[]> {
+    return this.#op('activeSince', () =>
+      this.#client.zrange(this.#active(), since, '+inf', 'BYSCORE'),
+    )
+  }
+
+  async evictInactive(before: number): Promise<number> {
+    const active = this.#active()
+    let n = 0
+    for (;;) {
+      const batch = await this.#op('evictInactive', () =>
+        this.#client.zrange(active, '-inf', `(${before}`, 'BYSCORE', 'LIMIT', 0, 500),
+      )
+      if (!batch.length) return n
+      await this.evict(batch)
+      n += Number(
+        await this.#op('evictInactive', () => this.#eval(FORGET, [active], [before, ...batch])),
+      )
+    }
+  }
+
+  async memoryStats(sample: readonly string[] = []): Promise<MemoryStats> {
+    const client = this.#client
+    const masters = client instanceof Cluster ? client.nodes('master') : [client]
+    const [infos, activeReaders] = await this.#op('memoryStats', () =>
+      Promise.all([
+        Promise.all(masters.map((m) => m.info('memory'))),
+        client.zcard(this.#active()),
+      ]),
+    )
+    const usedBytes = infos.reduce(
+      (sum, info) => sum + Number(/used_memory:(\d+)/.exec(info)?.[1]),
+      0,
+    )
+    const stats = { lists: 0, entries: 0, bytes: 0 }
+    for (let i = 0; i < sample.length; i += this.#batchSize) {
+      const keys = sample.slice(i, i + this.#batchSize).map((r) => this.#timeline(r))
+      const sizes = await this.#op('memoryStats', () => Promise.all(keys.map((k) => this.#size(k))))
+      for (const size of sizes) {
+        if (!size) continue
+        stats.lists++
+        stats.entries += size.entries
+        stats.bytes += size.bytes
+      }
+    }
+    return { backend: 'redis', usedBytes, activeReaders, sample: stats }
+  }
+
+  async close(): Promise<void> {
+    await withDeadline(this.#client.quit(), this.#timeoutMs).catch(() => this.#client.disconnect())
+  }
+
+  #timeline(reader: string): string {
+    return `${this.#prefix}t:{${checkDid(reader)}}`
+  }
+
+  #author(author: string): string {
+    return `${this.#prefix}a:{${checkDid(author)}}`
+  }
+
+  #active(): string {
+    return `${this.#prefix}active`
+  }
+
+  /** Runs `work` under the deadline; Redis failures become TimelineStoreUnavailable. */
+  async #op<T>(op: string, work: () => Promise<T>): Promise<T> {
+    const pending = work() // input errors thrown while building the call stay what they are
+    try {
+      return await withDeadline(pending, this.#timeoutMs)
+    } catch (err) {
+      throw new TimelineStoreUnavailable(op, err)
+    }
+  }
+
+  /**
+   * Runs a batch script over the ids' keys: grouped by serving node, `batchSize` keys per call,
+   * PARALLEL calls in flight, each wave under the deadline. Sums the replies.
+   */
+  async #batched(
+    op: string,
+    ids: readonly string[],
+    key: (id: string) => string,
+    script: LuaScript,
+    args: readonly (string | number)[],
+  ): Promise<number> {
+    const chunks = this.#chunks(ids.map((id) => ({ id, key: key(id) })))
+    const idsFrom = (i: number): string[] => chunks.slice(i).flatMap((c) => c.map((x) => x.id))
+    let n = 0
+    for (let i = 0; i < chunks.length; i += PARALLEL) {
+      const wave = chunks.slice(i, i + PARALLEL)
+      const calls = wave.map((c) =>
+        this.#evalKeys(
+          script,
+          c.map((x) => x.key),
+          args,
+        ),
+      )
+      let results: PromiseSettledResult<number>[]
+      try {
+        results = await withDeadline(Promise.allSettled(calls), this.#timeoutMs)
+      } catch (err) {
+        throw new TimelineStoreUnavailable(op, err, idsFrom(i))
+      }
+      const failed = wave.filter((_, j) => results[j]!.status === 'rejected')
+      if (failed.length) {
+        const first = results.find((r) => r.status === 'rejected') as PromiseRejectedResult
+        const unconfirmed = [...failed.flat().map((x) => x.id), ...idsFrom(i + PARALLEL)]
+        throw new TimelineStoreUnavailable(op, first.reason, unconfirmed)
+      }
+      for (const r of results) n += (r as PromiseFulfilledResult<number>).value
+    }
+    return n
+  }
+
+  /** Keyed ids in groups a single script call may take: one node's keys, `batchSize` at most. */
+  #chunks<T extends { key: string }>(keyed: readonly T[]): T[][] {
+    const client = this.#client
+    const groups = new Map<string, T[]>()
+    for (const x of keyed) {
+      const node = client instanceof Cluster ? (client.slots[keySlot(x.key)]?.[0] ?? '') : ''
+      const group = groups.get(node)
+      if (group) group.push(x)
+      else groups.set(node, [x])
+    }
+    const chunks: T[][] = []
+    for (const group of groups.values()) {
+      for (let i = 0; i < group.length; i += this.#batchSize) {
+        chunks.push(group.slice(i, i + this.#batchSize))
+      }
+    }
+    return chunks
+  }
+
+  /**
+   * One batch script call over several keys, routed by the first. If the slot map was stale (the
+   * keys are not all on that node), falls back to one call per key. The steps are idempotent, so
+   * keys the failed call had already handled end up right; only the returned count misses them.
+   */
+  async #evalKeys(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<number> {
+    const call = (ks: readonly string[]) =>
+      this.#eval(script, [ks[0]!], [ks.length, ...ks, ...args])
+    try {
+      return Number(await call(keys))
+    } catch (err) {
+      const routing = err instanceof Error && ROUTING_ERROR.test(err.message)
+      if (!routing || keys.length === 1) throw err
+      const each = await Promise.all(keys.map((k) => call([k])))
+      return each.reduce<number>((sum, x) => sum + Number(x), 0)
+    }
+  }
+
+  /** EVALSHA, loading the script on NOSCRIPT (a restarted or failed-over node). */
+  async #eval(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
+    try {
+      return await this.#client.evalsha(script.sha, keys.length, ...keys, ...args)
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
+      return this.#client.eval(script.source, keys.length, ...keys, ...args)
+    }
+  }
+
+  /** The list's state and horizon, and `count` items below the cursor, read atomically. */
+  async #slice(
+    key: string,
+    opts: PageOptions,
+    count: number,
+  ): Promise<{ head: Head; slice: Slice }> {
+    const res = await this.#client
+      .multi()
+      .zrange(key, -1, -1)
+      .zrange(key, 0, 0)
+      .zrange(key, lexMax(opts.before), '-', 'BYLEX', 'REV', 'LIMIT', 0, count + 1)
+      .exec()
+    const [state] = reply<string[]>(res, 0)
+    const [lowest] = reply<string[]>(res, 1)
+    const ghost = state === TRUNCATED || state === WARMING_T ? lowest : undefined
+    const ready = state === READY || state === TRUNCATED
+    return { head: { ready, ghost }, slice: sliceOf(reply<string[]>(res, 2), count, ghost) }
+  }
+
+  async #warm(op: string, key: string): Promise<void> {
+    await this.#op(op, async () => {
+      reply(await this.#client.multi().del(key).zadd(key, 0, WARMING).exec(), 1)
+    })
+  }
+
+  async #materialise(
+    key: string,
+    items: readonly TimelineItem[],
+    opts: MaterialiseOptions,
+    target: number,
+  ): Promise<void> {
+    const { members, ghost } = rebuildMembers(items, opts.complete)
+    const args = [target, ghost ?? '', ...members]
+    await this.#op('materialise', () => this.#eval(MATERIALISE, [key], args))
+  }
+
+  async #size(key: string): Promise<{ entries: number; bytes: number } | undefined> {
+    const res = await this.#client
+      .multi()
+      .call('MEMORY', 'USAGE', key, 'SAMPLES', '0')
+      .zcard(key)
+      .zrange(key, -1, -1)
+      .exec()
+    const bytes = reply<number | null>(res, 0)
+    if (bytes === null) return undefined
+    const [state] = reply<string[]>(res, 2)
+    const ghost = state === TRUNCATED || state === WARMING_T ? 1 : 0
+    return { entries: reply<number>(res, 1) - 1 - ghost, bytes }
+  }
+}
+
+/** Script calls in flight at once for a batch. */
+const PARALLEL = 4
+/** Errors of a multi-key call whose keys turned out not to share a node (or an auto-pipeline). */
+const ROUTING_ERROR = /^(MOVED|ASK|CROSSSLOT|TRYAGAIN)|redirections|non local key|same slot/
+
+function removeArgs(target: string | TimelineItem): string[] {
+  if (typeof target !== 'string') return ['m', encodeMember(target)]
+  const { post, repost } = feedUriFields(target)
+  return ['u', post, repost]
+}
+
+/** One reply of a MULTI; a failed transaction or command rejects. */
+function reply<T>(res: [Error | null, unknown][] | null, i: number): T {
+  if (!res) throw new Error('transaction aborted')
+  const [err, value] = res[i] ?? [new Error('missing reply'), undefined]
+  if (err) throw err
+  return value as T
+}

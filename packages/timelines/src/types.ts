@@ -1,0 +1,133 @@
+// The store's vocabulary. An item is one feed_item row reduced to what GetTimeline answers and
+// what its order and cursor need; everything else is hydrated by the AppView.
+
+export interface TimelineItem {
+  /** The post (feed_item.postUri). */
+  uri: string
+  /** The repost record when the feed item is a repost (feed_item.uri). */
+  repost?: string
+  /** feed_item.sortAt, exactly as stored: the stock orders by this string. */
+  sortAt: string
+  /** feed_item.cid: the repost's cid when the item is a repost. */
+  cid: string
+}
+
+/** A decoded `<epoch-ms>__<cid>` cursor: the same shape as the server's TimeKey. */
+export interface TimeKey {
+  /** ISO time of the cursor's epoch-ms (`new Date(ms).toISOString()`). */
+  time: string
+  key: string
+}
+
+export interface PageOptions {
+  limit: number
+  /** Only items strictly older than this (sortAt, cid) position, as the stock's keyset does. */
+  before?: TimeKey
+}
+
+export interface StorePage {
+  /** Newest first, at most `limit`. */
+  items: TimelineItem[]
+  /**
+   * True when `items` are exactly what an untrimmed list would give. False when the list was
+   * trimmed (or rebuilt from a bounded read) and the page ran into the trimmed part: the caller
+   * must answer this page from Postgres.
+   */
+  complete: boolean
+}
+
+export interface AuthorPage extends StorePage {
+  /** Authors whose list is not materialised (never seeded, evicted, flushed): seed them. */
+  missing: string[]
+}
+
+export interface MaterialiseOptions {
+  /**
+   * True when `items` are all of the list's items. False when they are the newest rows of a
+   * bounded read: the oldest one then only marks where knowledge ends and is not stored, so read
+   * one row more than you want kept.
+   */
+  complete: boolean
+}
+
+export interface MemoryStats {
+  backend: 'redis' | 'memory'
+  /** Redis: used_memory summed over the masters. In process: an estimate of the lists' bytes. */
+  usedBytes: number
+  /** Readers in the activity index. */
+  activeReaders: number
+  /** Over the sampled readers' timelines: how many exist, their entries, the bytes their keys take. */
+  sample: { lists: number; entries: number; bytes: number }
+}
+
+export interface TimelineStoreOptions {
+  /** Entries kept per reader timeline; older ones are trimmed. */
+  targetLength?: number
+  /** Entries kept per celebrity list. */
+  authorTargetLength?: number
+}
+
+export const DEFAULT_TARGET_LENGTH = 500
+export const DEFAULT_AUTHOR_TARGET_LENGTH = 500
+
+/**
+ * Fan-out timelines. Two implementations behave identically: RedisTimelineStore (single Redis or
+ * Cluster) and MemoryTimelineStore (embedded mode). Redis failures reject with
+ * TimelineStoreUnavailable; anything else is a caller error.
+ */
+export interface TimelineStore {
+  readonly targetLength: number
+  readonly authorTargetLength: number
+
+  /**
+   * Writes the item into the timelines of those readers that are materialised. Returns how many
+   * took it (on Cluster, while slots migrate, the count may fall short; the timelines are right).
+   */
+  fanOut(readers: readonly string[], item: TimelineItem): Promise<number>
+  /** Writes several items into one materialised timeline (e.g. a new follow's recent posts). */
+  insert(reader: string, items: readonly TimelineItem[]): Promise<number>
+  /** Removes a feed item (by its feed uri: the repost's for a repost, or the exact item). */
+  remove(readers: readonly string[], target: string | TimelineItem): Promise<number>
+  /** Removes every item originated by `did` (its posts and its reposts): unfollow, block. */
+  removeOriginator(readers: readonly string[], did: string): Promise<number>
+  /** Items after the cursor, newest first; null when the reader's timeline is not materialised. */
+  page(reader: string, opts: PageOptions): Promise<StorePage | null>
+
+  isMaterialised(reader: string): Promise<boolean>
+  /**
+   * Clears the reader's timeline and starts collecting fan-out writes before a rebuild reads
+   * Postgres, so nothing committed during the rebuild is lost. Not materialised until `materialise`.
+   */
+  startRebuild(reader: string): Promise<void>
+  /** Replaces the timeline (merging writes collected since `startRebuild`) and marks it materialised. */
+  materialise(
+    reader: string,
+    items: readonly TimelineItem[],
+    opts: MaterialiseOptions,
+  ): Promise<void>
+  /** Drops timelines now; they rebuild on their next read. */
+  evict(readers: readonly string[]): Promise<void>
+
+  /** Adds a celebrity's item to its recent list, if the list is materialised. */
+  pushAuthorRecent(author: string, item: TimelineItem): Promise<boolean>
+  removeAuthorRecent(author: string, target: string | TimelineItem): Promise<number>
+  /** The merged recent items of the authors after the cursor, newest first. */
+  authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage>
+  startAuthorRebuild(author: string): Promise<void>
+  materialiseAuthor(
+    author: string,
+    items: readonly TimelineItem[],
+    opts: MaterialiseOptions,
+  ): Promise<void>
+
+  /** Records that the reader is active at `at` (epoch ms; never moves backwards). */
+  touch(reader: string, at?: number): Promise<void>
+  /** Readers active at or after `since` (epoch ms). */
+  activeSince(since: number): Promise<string[]>
+  /** Drops the timelines of readers last active before `before` and forgets them. Returns how many. */
+  evictInactive(before: number): Promise<number>
+
+  /** Memory in use, and the exact size of the sampled readers' timelines. */
+  memoryStats(sample?: readonly string[]): Promise<MemoryStats>
+  close(): Promise<void>
+}

@@ -1,0 +1,163 @@
+// The in-memory graph against the stock `follow` table: edits, counts, GetFollowsFollowing equal to
+// the stock's own query, and a load from Postgres equal to the same graph built edge by edge.
+import type { Db } from '@openplane/db'
+import { Graph } from '@openplane/graph'
+import { afterAll, describe, expect, it } from 'vitest'
+import { deleteFollows, didOf, insertFollows, random, randomFollows, schemas } from './fixture.ts'
+
+const pg = schemas()
+afterAll(() => pg.dropAll())
+
+const ACTORS = 200
+const MISSING = 'did:plc:notinthegraphatallxxxxx'
+
+/** Both directions of every actor, as sorted DIDs: two equal graphs give equal adjacency. */
+function adjacency(graph: Graph, dids: readonly string[]) {
+  return dids.map((did) => ({
+    did,
+    following: graph.didsOf(graph.following(did)).sort(),
+    followers: graph.didsOf(graph.followers(did)).sort(),
+  }))
+}
+
+/** The stock dataplane's GetFollowsFollowing query for one target, as it builds it. */
+async function stockFollowsFollowing(db: Db, viewer: string, target: string): Promise<string[]> {
+  const rows = await db.db
+    .selectFrom('follow')
+    .where('follow.creator', '=', viewer)
+    .where(
+      'follow.subjectDid',
+      'in',
+      db.db.selectFrom('follow').where('follow.subjectDid', '=', target).select(['creator']),
+    )
+    .select(['subjectDid'])
+    .execute()
+  return rows.map((r) => r.subjectDid)
+}
+
+describe('Graph', () => {
+  it('adds and removes follows, with counts in both directions', async () => {
+    const { db } = await pg.create()
+    const graph = Graph.create(db)
+    const [alice, bob, carol] = [didOf(1), didOf(2), didOf(3)]
+
+    expect(await graph.addFollow(alice, bob)).toBe(true)
+    expect(await graph.addFollow(alice, bob)).toBe(false)
+    expect(
+      await graph.addFollows([
+        [alice, carol],
+        [bob, carol],
+        [carol, alice],
+        [alice, bob],
+      ]),
+    ).toBe(3)
+    expect(graph.edgeCount).toBe(4)
+    expect(graph.isFollowing(alice, bob)).toBe(true)
+    expect(graph.isFollowing(bob, alice)).toBe(false)
+    expect(graph.followingCount(alice)).toBe(2)
+    expect(graph.followerCount(carol)).toBe(2)
+    expect(graph.didsOf(graph.followers(carol)).sort()).toEqual([alice, bob])
+    const carolId = graph.ids.id(carol) as number
+    expect(graph.followerCount(carolId)).toBe(2)
+    expect(graph.followingCount(MISSING)).toBe(0)
+    expect(graph.followers(MISSING).isEmpty).toBe(true)
+
+    expect(graph.removeFollow(alice, carol)).toBe(true)
+    expect(graph.removeFollow(alice, carol)).toBe(false)
+    expect(graph.removeFollow(MISSING, carol)).toBe(false)
+    expect(graph.followerCount(carol)).toBe(1)
+    expect(graph.isFollowing(alice, carol)).toBe(false)
+    expect(graph.removeFollow(bob, carol)).toBe(true)
+    expect(graph.followers(carol).isEmpty).toBe(true)
+    expect(graph.edgeCount).toBe(2)
+    // By id, synchronously, once interned.
+    expect(graph.addFollowIds(carolId, graph.ids.id(bob) as number)).toBe(true)
+    expect(graph.isFollowing(carol, bob)).toBe(true)
+  })
+
+  it('answers GetFollowsFollowing as the stock query does, on a random graph', async () => {
+    const { db } = await pg.create()
+    const rand = random(42)
+    const pairs = randomFollows(ACTORS, 5000, rand)
+    await insertFollows(db, pairs)
+    const { graph } = await Graph.loadFromPostgres(db)
+    expect(graph.edgeCount).toBe(5000)
+
+    const viewers = [
+      ...Array.from({ length: 20 }, () => didOf(Math.floor(rand() * ACTORS))),
+      MISSING,
+    ]
+    const targets = Array.from({ length: 25 }, () => didOf(Math.floor(rand() * ACTORS)))
+    targets.push(MISSING, targets[0] as string, viewers[0] as string)
+    let nonEmpty = 0
+    for (const viewer of viewers) {
+      const results = graph.followsFollowing(viewer, targets)
+      expect(results.map((r) => r.targetDid)).toEqual(targets)
+      for (const { targetDid, dids } of results) {
+        const stock = await stockFollowsFollowing(db, viewer, targetDid)
+        expect([...dids].sort()).toEqual(stock.sort())
+        // Our defined order: ascending actor id.
+        const ids = dids.map((did) => graph.ids.id(did) as number)
+        expect(ids).toEqual([...ids].sort((a, b) => a - b))
+        if (dids.length > 0) nonEmpty++
+      }
+    }
+    expect(nonEmpty).toBeGreaterThan(100)
+    expect(graph.followsFollowing(viewers[0] as string, [])).toEqual([])
+  })
+
+  it('intersects a set with what the viewer follows', async () => {
+    const { db } = await pg.create()
+    const graph = Graph.create(db)
+    const viewer = didOf(0)
+    await graph.addFollows([1, 2, 3, 4].map((i) => [viewer, didOf(i)] as const))
+    await graph.addFollows([
+      [didOf(9), didOf(5)],
+      [didOf(9), didOf(3)],
+    ])
+    const celebrities = [didOf(2), didOf(4), didOf(5), MISSING]
+    const mine = graph.intersectFollowing(viewer, celebrities)
+    expect(graph.didsOf(mine).sort()).toEqual([didOf(2), didOf(4)])
+    const asIds = graph.intersectFollowing(viewer, graph.following(didOf(9)))
+    expect(graph.didsOf(asIds)).toEqual([didOf(3)])
+    expect(graph.intersectFollowing(MISSING, celebrities).isEmpty).toBe(true)
+  })
+
+  it('loads from Postgres exactly what an incremental build holds', async () => {
+    const { db, connect } = await pg.create()
+    const rand = random(1)
+    const pairs = randomFollows(ACTORS, 4000, rand)
+    const removed = pairs.filter(() => rand() < 0.2)
+
+    // Edge by edge, in random batches, with removals, interning as it goes.
+    const incremental = Graph.create(db)
+    for (let i = 0; i < pairs.length; i += 333) {
+      await incremental.addFollows(pairs.slice(i, i + 333))
+    }
+    for (const [a, b] of removed) expect(incremental.removeFollow(a, b)).toBe(true)
+    incremental.compact()
+
+    await insertFollows(db, pairs)
+    await deleteFollows(db, removed)
+    await connect()
+      .db.insertInto('openplane_cursor')
+      .values({ source: 'wss://relay.test', seq: 77 })
+      .execute()
+    // Another "process", small pages: the mapping is shared, so ids are equal too.
+    const { graph: loaded, cursors } = await Graph.loadFromPostgres(connect(), { pageSize: 97 })
+    expect(cursors).toEqual(new Map([['wss://relay.test', 77]]))
+    expect(loaded.edgeCount).toBe(pairs.length - removed.length)
+    expect(loaded.edgeCount).toBe(incremental.edgeCount)
+    const dids = Array.from({ length: ACTORS }, (_, i) => didOf(i))
+    expect(adjacency(loaded, dids)).toEqual(adjacency(incremental, dids))
+    for (const did of dids) {
+      expect(loaded.ids.id(did)).toBe(incremental.ids.id(did))
+      expect([...loaded.following(did)]).toEqual([...incremental.following(did)])
+    }
+    expect(loaded.serializedSizeInBytes()).toBe(incremental.serializedSizeInBytes())
+
+    // An empty follow table loads an empty graph.
+    const { db: empty } = await pg.create()
+    expect((await Graph.loadFromPostgres(empty)).graph.edgeCount).toBe(0)
+  })
+})

@@ -1,0 +1,385 @@
+// The behaviour every TimelineStore must have, run against the in-process store, Redis and Redis
+// Cluster. The reference for order and paging is the stock's GetTimeline: feed items by the
+// (sortAt, cid) strings descending, pages resumed strictly below `<epoch-ms>__<cid>`.
+import { describe, expect, it } from 'vitest'
+import {
+  cursorOf,
+  seededRandom,
+  type TimelineItem,
+  type TimelineStore,
+  type TimelineStoreOptions,
+} from '@openplane/timelines'
+import { decodeTimeKey } from '../../packages/server/src/routes/util/pagination.ts'
+
+export interface StoreFactory {
+  /** A fresh, empty store (its own key prefix on Redis). */
+  make(opts?: TimelineStoreOptions): Promise<TimelineStore>
+}
+
+// ---- fixtures ---------------------------------------------------------------------------------
+
+const B32 = 'abcdefghijklmnopqrstuvwxyz234567'
+const rand = seededRandom(20240501)
+const b32 = (n: number): string =>
+  Array.from({ length: n }, () => B32[Math.floor(rand() * 32)]).join('')
+
+export const did = (name: string): string => `did:plc:${name.padEnd(24, 'a').slice(0, 24)}`
+export const randomCid = (): string => `bafyrei${b32(52)}`
+const rkey = (): string => `3k${b32(11)}`
+
+export function post(author: string, sortAt: string, cid = randomCid()): TimelineItem {
+  return { uri: `at://${author}/app.bsky.feed.post/${rkey()}`, sortAt, cid }
+}
+
+export function repost(reposter: string, subject: TimelineItem, sortAt: string): TimelineItem {
+  const uri = `at://${reposter}/app.bsky.feed.repost/${rkey()}`
+  return { uri: subject.uri, repost: uri, sortAt, cid: randomCid() }
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString()
+const T0 = Date.parse('2024-05-01T12:00:00.000Z')
+
+/** The stock's comparator (feeds.ts getTimeline). */
+function stockOrder(a: TimelineItem, b: TimelineItem): number {
+  if (a.sortAt > b.sortAt) return -1
+  if (a.sortAt < b.sortAt) return 1
+  return a.cid > b.cid ? -1 : 1
+}
+
+/** The stock's page: rows strictly below the cursor (string tuple compare), newest first. */
+export function stockPage(all: readonly TimelineItem[], rows: number, cursor = ''): TimelineItem[] {
+  const at = decodeTimeKey(cursor)
+  return all
+    .filter((i) => !at || i.sortAt < at.time || (i.sortAt === at.time && i.cid < at.key))
+    .sort(stockOrder)
+    .slice(0, rows)
+}
+
+type Pager = (rows: number, cursor: string) => Promise<TimelineItem[]>
+
+/** Walks pages of `limit` the stock's way (a cursor only when more rows exist). */
+async function walk(pager: Pager, limit: number, maxPages = 60): Promise<string[][]> {
+  const pages: string[][] = []
+  let cursor = ''
+  for (let i = 0; i < maxPages; i++) {
+    const rows = await pager(limit + 1, cursor)
+    const items = rows.slice(0, limit)
+    pages.push([...items.map((x) => x.repost ?? x.uri), rows.length > limit ? 'more' : 'end'])
+    if (rows.length <= limit) break
+    cursor = cursorOf(items.at(-1)!)
+  }
+  return pages
+}
+
+const storePager =
+  (store: TimelineStore, reader: string): Pager =>
+  async (rows, cursor) => {
+    const page = await store.page(reader, { limit: rows, before: decodeTimeKey(cursor) })
+    expect(page?.complete).toBe(true)
+    return page!.items
+  }
+
+const feedUris = (items: readonly TimelineItem[]): string[] => items.map((x) => x.repost ?? x.uri)
+
+// ---- the suite --------------------------------------------------------------------------------
+
+export function timelineStoreBehaviour(factory: () => StoreFactory): void {
+  const make = (opts?: TimelineStoreOptions): Promise<TimelineStore> => factory().make(opts)
+  const alice = did('alice')
+  const bob = did('bob')
+  const carol = did('carol')
+  const celeb = did('celeb')
+
+  describe('order and ties', () => {
+    it('orders by (sortAt, cid) descending, equal milliseconds broken by cid', async () => {
+      const store = await make({ targetLength: 1000 })
+      await store.materialise(alice, [], { complete: true })
+      // 200 items over 8 distinct milliseconds: most share their millisecond with others.
+      const items = Array.from({ length: 200 }, (_, i) => {
+        const at = iso(T0 + Math.floor(rand() * 8))
+        return i % 5 === 0 ? repost(carol, post(bob, iso(T0 - 1000)), at) : post(bob, at)
+      })
+      for (const item of items) expect(await store.fanOut([alice], item)).toBe(1)
+      const page = await store.page(alice, { limit: 1000 })
+      expect(page).toEqual({ items: stockPage(items, 1000), complete: true })
+      for (const limit of [1, 7, 50]) {
+        expect(await walk(storePager(store, alice), limit)).toEqual(
+          await walk(async (rows, cursor) => stockPage(items, rows, cursor), limit),
+        )
+      }
+    })
+
+    it('compares sortAt as the stock does, as strings: sub-ms digits, offsets, no fraction', async () => {
+      const store = await make()
+      const sortAts = [
+        '2024-05-01T12:00:00.000Z',
+        '2024-05-01T12:00:00.000Z',
+        '2024-05-01T12:00:00.000500Z', // same ms, sorts below the plain form ('5' < 'Z')
+        '2024-05-01T12:00:00Z', // same ms, sorts above it ('Z' > '.')
+        '2024-05-01T13:00:00.000+01:00', // 12:00Z, but sorts as "13:00"
+        '2024-05-01T12:00:00.001Z',
+        '2024-05-01T11:59:59.999Z',
+        '2024-05-01T11:30:00.000+00:00',
+      ]
+      const items = sortAts.map((s) => post(bob, s))
+      await store.materialise(alice, items, { complete: true })
+      const page = await store.page(alice, { limit: 100 })
+      expect(feedUris(page!.items)).toEqual(feedUris(stockPage(items, 100)))
+      for (const limit of [1, 2, 3]) {
+        expect(await walk(storePager(store, alice), limit)).toEqual(
+          await walk(async (rows, cursor) => stockPage(items, rows, cursor), limit),
+        )
+      }
+    })
+
+    it('keeps items with equal sortAt and cid apart, in the same order on every backend', async () => {
+      const store = await make()
+      const subject = post(carol, iso(T0 - 5000))
+      const cid = randomCid() // identical repost records by two accounts share a cid
+      const a = {
+        ...repost(bob, subject, iso(T0)),
+        cid,
+        repost: `at://${bob}/app.bsky.feed.repost/3kaaaaaaaaaaa`,
+      }
+      const b = {
+        ...repost(bob, subject, iso(T0)),
+        cid,
+        repost: `at://${carol}/app.bsky.feed.repost/3kaaaaaaaaaaa`,
+      }
+      await store.materialise(alice, [a], { complete: true })
+      expect(await store.fanOut([alice], b)).toBe(1)
+      expect(await store.fanOut([alice], b)).toBe(0) // the same item twice is one entry
+      const page = await store.page(alice, { limit: 10 })
+      expect(page!.items).toEqual([b, a]) // rest of the member: carol's did sorts above bob's
+    })
+  })
+
+  describe('trimming', () => {
+    it('keeps the newest targetLength items and knows where its knowledge ends', async () => {
+      const store = await make({ targetLength: 5 })
+      await store.materialise(alice, [], { complete: true })
+      const items = Array.from({ length: 8 }, (_, i) => post(bob, iso(T0 + i * 1000)))
+      for (const item of items) await store.fanOut([alice], item)
+      const newest = stockPage(items, 5)
+      expect(await store.page(alice, { limit: 5 })).toEqual({ items: newest, complete: true })
+      // Asking past the kept items: what is there, and "go to Postgres for this page".
+      expect(await store.page(alice, { limit: 6 })).toEqual({ items: newest, complete: false })
+      const below = decodeTimeKey(cursorOf(newest[2]!))
+      expect(await store.page(alice, { limit: 2, before: below })).toEqual({
+        items: newest.slice(3),
+        complete: true,
+      })
+      expect((await store.page(alice, { limit: 3, before: below }))!.complete).toBe(false)
+      // A backdated item older than the trimmed horizon is not stored (the gap is unknown)...
+      expect(await store.fanOut([alice], post(bob, iso(T0 - 60_000)))).toBe(0)
+      // ...one inside the kept window is, and pushes the oldest out.
+      const late = post(bob, iso(T0 + 4500))
+      expect(await store.fanOut([alice], late)).toBe(1)
+      const page = await store.page(alice, { limit: 5 })
+      expect(page!.items).toEqual(stockPage([...newest, late], 5))
+      expect(await store.memoryStats([alice])).toMatchObject({ sample: { lists: 1, entries: 5 } })
+    })
+
+    it('lets a long list grow by a sixteenth before trimming it back to targetLength', async () => {
+      const store = await make({ targetLength: 32 })
+      await store.materialise(alice, [], { complete: true })
+      const items = Array.from({ length: 35 }, (_, i) => post(bob, iso(T0 + i)))
+      for (const item of items.slice(0, 34)) await store.fanOut([alice], item)
+      expect(await store.page(alice, { limit: 40 })).toEqual({
+        items: stockPage(items.slice(0, 34), 34),
+        complete: true,
+      })
+      await store.fanOut([alice], items[34]!)
+      expect(await store.page(alice, { limit: 40 })).toEqual({
+        items: stockPage(items, 32),
+        complete: false,
+      })
+    })
+
+    it('trims a rebuild to targetLength, and a bounded rebuild keeps its last row as the horizon', async () => {
+      const store = await make({ targetLength: 3 })
+      const items = Array.from({ length: 6 }, (_, i) => post(bob, iso(T0 + i)))
+      await store.materialise(alice, items, { complete: true })
+      expect(await store.page(alice, { limit: 4 })).toEqual({
+        items: stockPage(items, 3),
+        complete: false,
+      })
+      // Two rows of a LIMIT 2 read: one kept, the older one marks the horizon.
+      await store.materialise(bob, stockPage(items, 2), { complete: false })
+      expect(await store.page(bob, { limit: 1 })).toEqual({
+        items: stockPage(items, 1),
+        complete: true,
+      })
+      expect(await store.page(bob, { limit: 2 })).toEqual({
+        items: stockPage(items, 1),
+        complete: false,
+      })
+      await expect(store.materialise(carol, [], { complete: false })).rejects.toThrow(RangeError)
+    })
+  })
+
+  describe('fan-out and materialisation', () => {
+    it('writes only to materialised readers, and a rebuild keeps writes made while it ran', async () => {
+      const store = await make()
+      const readers = Array.from({ length: 30 }, (_, i) => did(`reader${i}`))
+      const warm = readers.filter((_, i) => i % 3 === 0)
+      for (const r of warm) await store.materialise(r, [], { complete: true })
+      const first = post(bob, iso(T0))
+      expect(await store.fanOut(readers, first)).toBe(warm.length)
+      expect(await store.page(readers[1]!, { limit: 10 })).toBeNull()
+      expect(await store.isMaterialised(readers[1]!)).toBe(false)
+
+      // A rebuild: start collecting, read "Postgres", a write lands meanwhile, materialise.
+      const cold = readers[1]!
+      await store.startRebuild(cold)
+      expect(await store.isMaterialised(cold)).toBe(false)
+      expect(await store.page(cold, { limit: 10 })).toBeNull()
+      const during = post(bob, iso(T0 + 10))
+      expect(await store.fanOut([cold], during)).toBe(1)
+      const older = post(carol, iso(T0 - 10))
+      await store.materialise(cold, [first, older], { complete: true })
+      expect(await store.isMaterialised(cold)).toBe(true)
+      expect(await store.page(cold, { limit: 10 })).toEqual({
+        items: [during, first, older],
+        complete: true,
+      })
+
+      // materialise on a ready timeline replaces it.
+      await store.materialise(cold, [older], { complete: true })
+      expect((await store.page(cold, { limit: 10 }))!.items).toEqual([older])
+
+      expect(await store.insert(cold, [first, during])).toBe(2)
+      expect((await store.page(cold, { limit: 10 }))!.items).toEqual([during, first, older])
+      expect(await store.insert(readers[2]!, [first])).toBe(0)
+
+      await store.evict([cold])
+      expect(await store.isMaterialised(cold)).toBe(false)
+    })
+
+    it('removes items by feed uri, by exact item, and by originator', async () => {
+      const store = await make()
+      const p1 = post(bob, iso(T0))
+      const p2 = post(bob, iso(T0 + 1))
+      const p3 = post(carol, iso(T0 + 2))
+      const rp = repost(carol, p1, iso(T0 + 3)) // carol reposts bob's p1
+      const rb = repost(bob, p3, iso(T0 + 4)) // bob reposts carol's p3
+      for (const r of [alice, carol]) {
+        await store.materialise(r, [p1, p2, p3, rp, rb], { complete: true })
+      }
+      // Deleting p1 removes the post's own item; the repost of it stays, as feed_item rows do.
+      expect(await store.remove([alice, carol, did('nobody')], p1.uri)).toBe(2)
+      expect(feedUris((await store.page(alice, { limit: 10 }))!.items)).toEqual(
+        feedUris([rb, rp, p3, p2]),
+      )
+      expect(await store.remove([alice], rp.repost!)).toBe(1)
+      expect(await store.remove([alice], p2)).toBe(1)
+      expect(await store.remove([alice], p2)).toBe(0)
+      expect(feedUris((await store.page(alice, { limit: 10 }))!.items)).toEqual(feedUris([rb, p3]))
+      // Unfollowing bob: his posts and his reposts go, carol's post stays.
+      expect(await store.removeOriginator([carol], bob)).toBe(2)
+      expect(feedUris((await store.page(carol, { limit: 10 }))!.items)).toEqual(feedUris([rp, p3]))
+    })
+
+    it('round-trips uris it cannot compact', async () => {
+      const store = await make()
+      const odd = [
+        {
+          uri: 'at://did:web:example.com/app.bsky.feed.post/3kabc',
+          sortAt: iso(T0),
+          cid: randomCid(),
+        },
+        { uri: 'at://did:plc:UPPER/app.bsky.feed.post/x', sortAt: iso(T0 + 1), cid: randomCid() },
+        {
+          uri: 'at://did:plc:aaaaaaaaaaaaaaaaaaaaaaaa/com.example.thing/x',
+          repost: 'at://did:web:example.com/app.bsky.feed.repost/3kx',
+          sortAt: iso(T0 + 2),
+          cid: randomCid(),
+        },
+      ]
+      await store.materialise(alice, odd, { complete: true })
+      expect((await store.page(alice, { limit: 10 }))!.items).toEqual([...odd].reverse())
+      expect(await store.removeOriginator([alice], 'did:web:example.com')).toBe(2)
+    })
+  })
+
+  describe('celebrity lists', () => {
+    it('are materialised like timelines, trimmed, and merged across authors', async () => {
+      const store = await make({ authorTargetLength: 4 })
+      const other = did('celebtwo')
+      const item = post(celeb, iso(T0))
+      expect(await store.pushAuthorRecent(celeb, item)).toBe(false)
+      expect(await store.authorRecent([celeb], { limit: 5 })).toEqual({
+        items: [],
+        complete: false,
+        missing: [celeb],
+      })
+      await store.materialiseAuthor(celeb, [item], { complete: true })
+      await store.startAuthorRebuild(other)
+      const early = post(other, iso(T0 + 3))
+      expect(await store.pushAuthorRecent(other, early)).toBe(true)
+      await store.materialiseAuthor(other, [], { complete: true })
+
+      const mine = Array.from({ length: 5 }, (_, i) => post(celeb, iso(T0 + 10 + i * 2)))
+      const theirs = Array.from({ length: 3 }, (_, i) => post(other, iso(T0 + 11 + i * 2)))
+      for (const x of mine) expect(await store.pushAuthorRecent(celeb, x)).toBe(true)
+      for (const x of theirs) await store.pushAuthorRecent(other, x)
+      // celeb kept 4 of its 6; other holds all 4 of its own.
+      const kept = [...stockPage([item, ...mine], 4), early, ...theirs]
+      const merged = await store.authorRecent([celeb, other, celeb], { limit: 6 })
+      expect(merged).toEqual({ items: stockPage(kept, 6), complete: true, missing: [] })
+      // Past celeb's horizon the merge cannot be exact any more.
+      expect((await store.authorRecent([celeb, other], { limit: 8 })).complete).toBe(false)
+      const before = decodeTimeKey(cursorOf(merged.items[3]!))
+      expect(await store.authorRecent([other], { limit: 5, before })).toEqual({
+        items: stockPage(kept, 8).filter((x) => x.uri.includes(other) && x.sortAt < before!.time),
+        complete: true,
+        missing: [],
+      })
+      expect(await store.removeAuthorRecent(other, early.uri)).toBe(1)
+      expect(await store.removeAuthorRecent(other, theirs[0]!)).toBe(1)
+    })
+  })
+
+  describe('hibernation', () => {
+    it('tracks activity and evicts the timelines of inactive readers', async () => {
+      const store = await make()
+      // materialise records activity now; these touches are later still.
+      const now = Date.now()
+      for (const [r, at] of [
+        [alice, now + 1000],
+        [bob, now + 2000],
+        [carol, now + 3000],
+      ] as const) {
+        await store.materialise(r, [post(celeb, iso(T0))], { complete: true })
+        await store.touch(r, at)
+      }
+      await store.touch(alice, now) // never moves backwards
+      expect((await store.activeSince(now + 1500)).sort()).toEqual([bob, carol].sort())
+      expect((await store.activeSince(0)).length).toBe(3)
+      expect(await store.evictInactive(now + 2500)).toBe(2)
+      expect(await store.isMaterialised(alice)).toBe(false)
+      expect(await store.isMaterialised(bob)).toBe(false)
+      expect(await store.isMaterialised(carol)).toBe(true)
+      expect(await store.activeSince(0)).toEqual([carol])
+      expect(await store.fanOut([alice, bob, carol], post(celeb, iso(T0 + 1)))).toBe(1)
+      expect(await store.evictInactive(now + 2500)).toBe(0)
+      const stats = await store.memoryStats([alice, carol])
+      expect(stats.activeReaders).toBe(1)
+      expect(stats.sample).toMatchObject({ lists: 1, entries: 2 })
+      expect(stats.sample.bytes).toBeGreaterThan(0)
+      expect(stats.usedBytes).toBeGreaterThan(0)
+    })
+  })
+
+  describe('limits and input', () => {
+    it('answers empty pages for zero limits and rejects unusable input', async () => {
+      const store = await make()
+      await store.materialise(alice, [post(bob, iso(T0))], { complete: true })
+      expect(await store.page(alice, { limit: 0 })).toEqual({ items: [], complete: true })
+      await expect(store.fanOut(['did:plc:{x}'], post(bob, iso(T0)))).rejects.toThrow(TypeError)
+      await expect(
+        store.fanOut([alice], { ...post(bob, iso(T0)), cid: 'bad\ncid' }),
+      ).rejects.toThrow(TypeError)
+    })
+  })
+}

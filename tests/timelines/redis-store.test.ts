@@ -1,0 +1,103 @@
+// The behaviour suite on the shared Redis (127.0.0.1:6379 unless OPENPLANE_TEST_REDIS_HOST),
+// under a key prefix of this run only; then a random workload answered alike by Redis and the
+// in-process store, call by call.
+import { afterAll, describe, expect, it } from 'vitest'
+import {
+  cursorOf,
+  MemoryTimelineStore,
+  parseRedisNodes,
+  seededRandom,
+  type TimelineItem,
+  type TimelineStore,
+} from '@openplane/timelines'
+import { decodeTimeKey } from '../../packages/server/src/routes/util/pagination.ts'
+import { REDIS_HOST } from '../harness/env.ts'
+import { did, post, repost, timelineStoreBehaviour } from './behaviour.ts'
+import { redisFactory } from './redis-factory.ts'
+
+describe('RedisTimelineStore on one Redis', () => {
+  const factory = redisFactory(() => parseRedisNodes(REDIS_HOST), false)
+  afterAll(() => factory.cleanup())
+  timelineStoreBehaviour(() => factory)
+
+  it('answers a random workload exactly as MemoryTimelineStore does', async () => {
+    const opts = { targetLength: 20, authorTargetLength: 12 }
+    const stores: TimelineStore[] = [new MemoryTimelineStore(opts), await factory.make(opts)]
+    const rand = seededRandom(77)
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!
+    const readers = Array.from({ length: 6 }, (_, i) => did(`rd${'abcdef'[i]}`))
+    const authors = Array.from({ length: 4 }, (_, i) => did(`au${'abcd'[i]}`))
+    const seen: TimelineItem[] = []
+    let clock = Date.parse('2024-05-01T12:00:00.000Z')
+    const fresh = (): TimelineItem => {
+      clock += Math.floor(rand() * 3) // many equal milliseconds
+      const at = new Date(rand() < 0.1 ? clock - 40 : clock).toISOString() // some backdated
+      const x =
+        rand() < 0.25 && seen.length
+          ? repost(pick(authors), pick(seen), at)
+          : post(pick(authors), at)
+      seen.push(x)
+      return x
+    }
+    const someReaders = () => readers.filter(() => rand() < 0.5)
+    const cursor = () =>
+      rand() < 0.5 || !seen.length ? undefined : decodeTimeKey(cursorOf(pick(seen)))
+    const ops: [string, (s: TimelineStore) => Promise<unknown>][] = []
+    for (let i = 0; i < 400; i++) {
+      const r = rand()
+      if (r < 0.35) {
+        const [rs, x] = [someReaders(), fresh()]
+        ops.push(['fanOut', (s) => s.fanOut(rs, x)])
+      } else if (r < 0.4) {
+        const [rd, xs] = [pick(readers), seen.filter(() => rand() < 0.3)]
+        const complete = rand() < 0.5 || !xs.length
+        ops.push(['materialise', (s) => s.materialise(rd, xs, { complete })])
+      } else if (r < 0.43) {
+        const rd = pick(readers)
+        ops.push(['startRebuild', (s) => s.startRebuild(rd)])
+      } else if (r < 0.48 && seen.length) {
+        const [rs, x] = [someReaders(), pick(seen)]
+        const target = rand() < 0.5 ? (x.repost ?? x.uri) : x
+        ops.push(['remove', (s) => s.remove(rs, target)])
+      } else if (r < 0.5) {
+        const [rs, a] = [someReaders(), pick(authors)]
+        ops.push(['removeOriginator', (s) => s.removeOriginator(rs, a)])
+      } else if (r < 0.53) {
+        const [rd, xs] = [pick(readers), [fresh(), fresh()]]
+        ops.push(['insert', (s) => s.insert(rd, xs)])
+      } else if (r < 0.6) {
+        const a = pick(authors)
+        const xs = seen.filter((x) => (x.repost ?? x.uri).includes(a) && rand() < 0.5)
+        const complete = rand() < 0.5 || !xs.length
+        ops.push(['materialiseAuthor', (s) => s.materialiseAuthor(a, xs, { complete })])
+      } else if (r < 0.7) {
+        const [a, x] = [pick(authors), fresh()]
+        ops.push(['pushAuthorRecent', (s) => s.pushAuthorRecent(a, x)])
+      } else if (r < 0.78) {
+        const [as, limit, before] = [
+          authors.filter(() => rand() < 0.6),
+          1 + Math.floor(rand() * 15),
+          cursor(),
+        ]
+        ops.push(['authorRecent', (s) => s.authorRecent(as, { limit, before })])
+      } else {
+        const [rd, limit, before] = [pick(readers), Math.floor(rand() * 25), cursor()]
+        ops.push(['page', (s) => s.page(rd, { limit, before })])
+      }
+    }
+    const answers: unknown[] = []
+    for (const [i, [name, op]] of ops.entries()) {
+      const [mem, red] = [await op(stores[0]!), await op(stores[1]!)]
+      expect(red, `op ${i}: ${name}`).toEqual(mem)
+      answers.push(mem)
+    }
+    // The workload reached the interesting states: trimmed lists, exact and inexact pages.
+    const pagesSeen = answers.filter((a): a is { items: unknown[]; complete: boolean } =>
+      Boolean(a && typeof a === 'object' && 'complete' in a),
+    )
+    expect(pagesSeen.filter((p) => p.complete && p.items.length > 3).length).toBeGreaterThan(5)
+    expect(pagesSeen.filter((p) => !p.complete).length).toBeGreaterThan(5)
+    const pages = (s: TimelineStore) => Promise.all(readers.map((r) => s.page(r, { limit: 100 })))
+    expect(await pages(stores[1]!)).toEqual(await pages(stores[0]!))
+  })
+})
