@@ -1,48 +1,9 @@
 import type { AppBskyFeedThreadgate } from '@atproto/api'
-import { assertRecord } from '../lexicon.ts'
-import type { RecordPlugin } from '../types.ts'
-import { AtUri, normalizeDate } from '../util.ts'
+import { gatePlugin } from './gate.ts'
 
-type Threadgate = AppBskyFeedThreadgate.Record
-
-export const threadGate: RecordPlugin<Threadgate, 'thread_gate'> = {
+export const threadGate = gatePlugin<AppBskyFeedThreadgate.Record, 'thread_gate'>({
   collection: 'app.bsky.feed.threadgate',
   table: 'thread_gate',
-  parse: (record) => assertRecord<Threadgate>('app.bsky.feed.threadgate', record),
-
-  async toRow(_db, ref, rec) {
-    const post = new AtUri(rec.post)
-    // A gate lives beside its post (same repo, same rkey); the stock drops any other outright.
-    if (post.host !== ref.did || post.rkey !== ref.rkey) {
-      throw new Error('Creator and rkey of thread gate does not match its post')
-    }
-    return {
-      uri: ref.uri,
-      cid: ref.cid,
-      creator: ref.did,
-      postUri: rec.post,
-      createdAt: normalizeDate(rec.createdAt),
-      indexedAt: ref.indexedAt,
-    }
-  },
-
-  async findDuplicate(db, _ref, rec) {
-    const found = await db
-      .selectFrom('thread_gate')
-      .where('postUri', '=', rec.post)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
-  },
-
-  // Replies indexed earlier keep their violatesThreadGate: the gate only judges later replies.
-  onInsert(_db, row) {
-    const where = { uri: new AtUri(row.postUri).toString() }
-    return { rows: [{ kind: 'update', table: 'post', where, set: { hasThreadGate: true } }] }
-  },
-
-  onDelete(_db, row) {
-    const where = { uri: row.postUri }
-    return { rows: [{ kind: 'update', table: 'post', where, set: { hasThreadGate: false } }] }
-  },
-}
+  flag: 'hasThreadGate',
+  label: 'thread gate',
+})

@@ -1,0 +1,63 @@
+// Thread gates and post gates share one shape: a record beside its post (same repo and rkey),
+// at most one per post, whose presence is mirrored as a flag on the post row.
+import { assertRecord } from '../lexicon.ts'
+import type { RecordPlugin } from '../types.ts'
+import { AtUri, normalizeDate } from '../util.ts'
+
+interface GateRecord {
+  post: string
+  createdAt: string
+}
+
+export function gatePlugin<Rec extends GateRecord, T extends 'thread_gate' | 'post_gate'>(opts: {
+  collection: string
+  table: T
+  /** The post column that says a gate exists. */
+  flag: 'hasThreadGate' | 'hasPostGate'
+  /** Name in the stock's error message. */
+  label: string
+}): RecordPlugin<Rec, T> {
+  const { collection, table, flag, label } = opts
+  return {
+    collection,
+    table,
+    parse: (record) => assertRecord<Rec>(collection, record),
+
+    async toRow(_db, ref, rec) {
+      const post = new AtUri(rec.post)
+      // A gate lives beside its post (same repo, same rkey); the stock drops any other outright.
+      if (post.host !== ref.did || post.rkey !== ref.rkey) {
+        throw new Error(`Creator and rkey of ${label} does not match its post`)
+      }
+      return {
+        uri: ref.uri,
+        cid: ref.cid,
+        creator: ref.did,
+        postUri: rec.post,
+        createdAt: normalizeDate(rec.createdAt),
+        indexedAt: ref.indexedAt,
+      } as never
+    },
+
+    async findDuplicate(db, _ref, rec) {
+      const found = await db
+        .selectFrom(table as 'thread_gate')
+        .where('postUri', '=', rec.post)
+        .select('uri')
+        .executeTakeFirst()
+      return found?.uri ?? null
+    },
+
+    // Posts indexed earlier keep their verdicts (violatesThreadGate / violatesEmbeddingRules):
+    // a gate only judges later replies and quotes.
+    onInsert(_db, row) {
+      const where = { uri: new AtUri((row as { postUri: string }).postUri).toString() }
+      return { rows: [{ kind: 'update', table: 'post', where, set: { [flag]: true } }] }
+    },
+
+    onDelete(_db, row) {
+      const where = { uri: (row as { postUri: string }).postUri }
+      return { rows: [{ kind: 'update', table: 'post', where, set: { [flag]: false } }] }
+    },
+  }
+}
