@@ -23,11 +23,13 @@ export interface Child {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-async function spawnReady(
+export async function spawnReady(
   args: string[],
   env: Record<string, string>,
   url: string,
   readyPath: string,
+  /** Whether a response means ready (default: a 2xx). */
+  isReady: (res: Response) => boolean = (res) => res.ok,
 ): Promise<Child> {
   const proc = spawn(process.execPath, args, {
     cwd: root,
@@ -47,7 +49,7 @@ async function spawnReady(
       throw new Error(`${args.join(' ')} did not become ready:\n${out}`)
     }
     const ok = await fetch(url + readyPath).then(
-      (r) => r.ok,
+      (r) => isReady(r),
       () => false,
     )
     if (ok) break

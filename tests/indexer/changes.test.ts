@@ -17,9 +17,7 @@ describe('committed changes', () => {
       } else if (c.op === 'insert') {
         feedItems.set(c.row.uri, { postUri: c.row.postUri })
       } else {
-        for (const [uri, item] of feedItems) {
-          if (c.where.uri === uri || c.where.postUri === item.postUri) feedItems.delete(uri)
-        }
+        feedItems.delete(c.row.uri)
       }
     }
   }

@@ -14,7 +14,41 @@ describe('configuration from env', () => {
       firehoseUrls: ['wss://bsky.network'],
       verifyCommits: false,
       plcUrl: 'https://plc.directory',
+      graph: true,
+      timelines: {
+        store: 'memory',
+        redisNodes: [{ host: '127.0.0.1', port: 6379 }],
+        redisCluster: false,
+        targetLength: 500,
+        celebrityFollowers: 10_000,
+        lossyFollowLimit: 2000,
+        activeWindowMs: 7 * 24 * 3600 * 1000,
+      },
     })
+  })
+
+  it('reads the timeline settings', () => {
+    const c = readConfig({
+      DATAPLANE_REDIS_NODES: 'r1:7000, [::1]:7001,r3',
+      DATAPLANE_REDIS_CLUSTER: 'yes',
+      DATAPLANE_CELEBRITY_FOLLOWERS: 'off',
+      DATAPLANE_LOSSY_FOLLOW_LIMIT: '0',
+    })
+    expect(c.timelines).toMatchObject({
+      store: 'redis',
+      redisNodes: [
+        { host: 'r1', port: 7000 },
+        { host: '::1', port: 7001 },
+        { host: 'r3', port: 6379 },
+      ],
+      redisCluster: true,
+      celebrityFollowers: Infinity,
+      lossyFollowLimit: Infinity,
+    })
+    // Without the indexer in the process there is no graph, and so no fan-out.
+    const replica = readConfig({ DATAPLANE_INDEXER: 'false', DATAPLANE_TIMELINES: 'redis' })
+    expect(replica.graph).toBe(false)
+    expect(replica.timelines.store).toBe('off')
   })
 
   it.each([
@@ -31,6 +65,14 @@ describe('configuration from env', () => {
     [{ DATAPLANE_TLS_KEY: '/k.pem' }, /DATAPLANE_TLS_KEY and DATAPLANE_TLS_CERT/],
     [{ DATAPLANE_BATCH_SIZE: '0' }, /DATAPLANE_BATCH_SIZE/],
     [{ DATAPLANE_FIREHOSE_CURSOR: '-1' }, /DATAPLANE_FIREHOSE_CURSOR/],
+    [{ DATAPLANE_TIMELINES: 'disk' }, /DATAPLANE_TIMELINES/],
+    [{ DATAPLANE_REDIS_NODES: 'r1:port' }, /DATAPLANE_REDIS_NODES/],
+    [{ DATAPLANE_REDIS_NODES: 'r1:99999' }, /DATAPLANE_REDIS_NODES/],
+    [{ DATAPLANE_REDIS_PREFIX: 'a{b}' }, /DATAPLANE_REDIS_PREFIX/],
+    [{ DATAPLANE_CELEBRITY_FOLLOWERS: '-5' }, /DATAPLANE_CELEBRITY_FOLLOWERS/],
+    [{ DATAPLANE_LOSSY_FOLLOW_LIMIT: 'lots' }, /DATAPLANE_LOSSY_FOLLOW_LIMIT/],
+    [{ DATAPLANE_ACTIVE_WINDOW_MINUTES: '0' }, /DATAPLANE_ACTIVE_WINDOW_MINUTES/],
+    [{ DATAPLANE_GRAPH: 'sometimes' }, /DATAPLANE_GRAPH/],
   ])('%o is refused with a message naming it', (env, message) => {
     expect(() => readConfig(env)).toThrow(ConfigError)
     expect(() => readConfig(env)).toThrow(message)

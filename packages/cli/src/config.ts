@@ -16,6 +16,24 @@ export interface Config {
   initialCursor?: number
   batchSize: number
   batchWaitMs: number
+  /** Keep the follow graph in memory (needs the indexer in this process to stay current). */
+  graph: boolean
+  timelines: TimelinesConfig
+}
+
+export interface TimelinesConfig {
+  /** Where fan-out timelines live; 'off' answers every home timeline from Postgres. */
+  store: 'redis' | 'memory' | 'off'
+  redisNodes: { host: string; port: number }[]
+  redisCluster: boolean
+  redisPrefix: string
+  targetLength: number
+  authorTargetLength: number
+  /** Followers at which an author's posts are merged at read time instead of fanned out. */
+  celebrityFollowers: number
+  /** Readers following more than this get a proportional share of fan-out writes. */
+  lossyFollowLimit: number
+  activeWindowMs: number
 }
 
 export class ConfigError extends Error {}
@@ -69,6 +87,51 @@ function list(env: Env, name: string, dflt: string): string[] {
     .filter(Boolean)
 }
 
+/** 0 or "off" disables the limit (Infinity). */
+function limit(env: Env, name: string, dflt: number): number {
+  const raw = env[name]?.trim().toLowerCase()
+  if (raw === 'off' || raw === '0') return Infinity
+  return int(env, name, dflt, 1, 2 ** 31 - 1)
+}
+
+function redisNodes(env: Env, name: string): { host: string; port: number }[] {
+  return list(env, name, '127.0.0.1:6379').map((spec) => {
+    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(spec)
+    const port = m?.[2] === undefined ? 6379 : Number(m[2])
+    if (!m || !m[1] || port < 1 || port > 65535) {
+      throw new ConfigError(`${name} must be host:port[,host:port...], got "${spec}"`)
+    }
+    return { host: m[1].replace(/^\[|\]$/g, ''), port }
+  })
+}
+
+function timelines(env: Env, withGraph: boolean): TimelinesConfig {
+  const explicit = env.DATAPLANE_TIMELINES?.trim().toLowerCase()
+  const store = explicit || (env.DATAPLANE_REDIS_NODES?.trim() ? 'redis' : 'memory')
+  if (store !== 'redis' && store !== 'memory' && store !== 'off') {
+    throw new ConfigError(`DATAPLANE_TIMELINES must be redis, memory or off, got "${explicit}"`)
+  }
+  const prefix = str(env, 'DATAPLANE_REDIS_PREFIX', 'openplane:tl:')
+  if (/[{}\s]/.test(prefix)) {
+    throw new ConfigError(
+      `DATAPLANE_REDIS_PREFIX must not contain braces or spaces, got "${prefix}"`,
+    )
+  }
+  return {
+    // Fan-out follows the indexer's commits through the graph: without both, Postgres serves.
+    store: withGraph ? store : 'off',
+    redisNodes: redisNodes(env, 'DATAPLANE_REDIS_NODES'),
+    redisCluster: bool(env, 'DATAPLANE_REDIS_CLUSTER', false),
+    redisPrefix: prefix,
+    targetLength: int(env, 'DATAPLANE_TIMELINE_LENGTH', 500, 10, 100_000),
+    authorTargetLength: int(env, 'DATAPLANE_AUTHOR_TIMELINE_LENGTH', 500, 10, 100_000),
+    celebrityFollowers: limit(env, 'DATAPLANE_CELEBRITY_FOLLOWERS', 10_000),
+    lossyFollowLimit: limit(env, 'DATAPLANE_LOSSY_FOLLOW_LIMIT', 2000),
+    activeWindowMs:
+      int(env, 'DATAPLANE_ACTIVE_WINDOW_MINUTES', 7 * 24 * 60, 1, 366 * 24 * 60) * 60_000,
+  }
+}
+
 export function readConfig(env: Env = process.env): Config {
   const keyFile = env.DATAPLANE_TLS_KEY?.trim()
   const certFile = env.DATAPLANE_TLS_CERT?.trim()
@@ -87,6 +150,8 @@ export function readConfig(env: Env = process.env): Config {
       'wss:',
     ])
   }
+  const indexer = bool(env, 'DATAPLANE_INDEXER', true)
+  const graph = indexer && bool(env, 'DATAPLANE_GRAPH', true)
   const testPds = url(env, 'DATAPLANE_TEST_HANDLE_PDS_URL', undefined, ['http:', 'https:'])
   return {
     host: str(env, 'DATAPLANE_HOST', '127.0.0.1'),
@@ -102,7 +167,9 @@ export function readConfig(env: Env = process.env): Config {
     testHandles: testPds
       ? { pdsUrl: testPds, suffixes: list(env, 'DATAPLANE_TEST_HANDLE_SUFFIXES', '.test') }
       : undefined,
-    indexer: bool(env, 'DATAPLANE_INDEXER', true),
+    indexer,
+    graph,
+    timelines: timelines(env, graph),
     firehoseUrls,
     verifyCommits: bool(env, 'DATAPLANE_VERIFY_COMMITS', false),
     initialCursor: env.DATAPLANE_FIREHOSE_CURSOR?.trim()

@@ -1,11 +1,29 @@
 // Wires the components for `openplane start`.
 import { readFileSync } from 'node:fs'
 import { sql } from 'kysely'
+import type { Db } from '@openplane/db'
+import {
+  Celebrities,
+  FanOut,
+  HomeTimelines,
+  openGraph,
+  snapshotGraph,
+  type FeedSource,
+} from '@openplane/fanout'
 import { createIdentity } from '@openplane/identity'
 import { Indexer, Writer, writerDeps } from '@openplane/ingest'
-import { startServer } from '@openplane/server'
+import { followedItems, ownItems, startServer } from '@openplane/server'
+import { childLogger } from '@openplane/telemetry'
+import {
+  createRedisClient,
+  MemoryTimelineStore,
+  RedisTimelineStore,
+  type TimelineStore,
+} from '@openplane/timelines'
 import type { Config } from './config.ts'
 import { openDatabase } from './database.ts'
+
+const log = childLogger('start')
 
 export interface Running {
   url: string
@@ -19,9 +37,11 @@ export async function start(config: Config): Promise<Running> {
     allowPrivateNetwork: config.allowPrivateNetwork,
     testHandles: config.testHandles,
   })
+  const fast = config.graph ? await startFanOut(config, db) : undefined
   const indexers: Indexer[] = []
   if (config.indexer) {
     const writer = new Writer(db.db, writerDeps(identity))
+    if (fast) writer.onCommitted(fast.fanout.onCommitted)
     for (const source of config.firehoseUrls) {
       const indexer = new Indexer({
         source,
@@ -43,18 +63,19 @@ export async function start(config: Config): Promise<Running> {
     tls: config.tls
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
       : undefined,
-    ctx: { db: db.db, identity },
+    ctx: { db: db.db, identity, graph: fast?.graph, timelines: fast?.home },
     // Ready = Postgres answers; indexer state is reported for dashboards and alerts.
     health: async () => {
       await sql`select 1`.execute(db.db)
       return { ready: true, indexers: indexers.map((i) => i.state()) }
     },
     control: {
-      // Lets tests and operators wait until a given firehose seq is applied.
+      // Lets tests and operators wait until a given firehose seq is applied, fan-out included.
       async waitForSeq(source: string, seq: number) {
         const indexer = indexers.find((i) => i.state().source === source) ?? indexers[0]
         if (!indexer) throw new Error('no indexer is running')
         await indexer.waitFor(seq)
+        await fast?.fanout.idle()
       },
     },
   })
@@ -63,7 +84,59 @@ export async function start(config: Config): Promise<Running> {
     async stop() {
       await server.close()
       for (const i of indexers) await i.stop()
+      await fast?.stop()
       await db.close()
     },
   }
+}
+
+/** The graph, and the timelines on it when a store is configured. */
+async function startFanOut(config: Config, db: Db) {
+  const { graph } = await openGraph(db)
+  const source: FeedSource = {
+    followed: (reader, rows) => followedItems(db.db, reader, undefined, rows),
+    byAuthor: (author, rows) => ownItems(db.db, author, undefined, rows),
+  }
+  const tl = config.timelines
+  const store = openStore(config)
+  const home = store
+    ? new HomeTimelines(store, graph, new Celebrities(graph, tl.celebrityFollowers), source, {
+        activeWindowMs: tl.activeWindowMs,
+      })
+    : undefined
+  const fanout = new FanOut(graph, home, source, { lossyFollowLimit: tl.lossyFollowLimit })
+  home?.startMaintenance()
+  return {
+    graph,
+    home,
+    fanout,
+    async stop() {
+      home?.stopMaintenance()
+      await fanout.idle()
+      // A clean stop leaves a snapshot the next start can begin from.
+      await snapshotGraph(db, graph, fanout.applied).catch((err: unknown) =>
+        log.warn({ err }, 'graph snapshot failed'),
+      )
+      await store?.close()
+    },
+  }
+}
+
+function openStore(config: Config): TimelineStore | undefined {
+  const tl = config.timelines
+  const lengths = { targetLength: tl.targetLength, authorTargetLength: tl.authorTargetLength }
+  if (tl.store === 'memory') return new MemoryTimelineStore(lengths)
+  if (tl.store === 'off') return undefined
+  const client = createRedisClient({ nodes: tl.redisNodes, cluster: tl.redisCluster })
+  let reported = 0
+  return new RedisTimelineStore(client, {
+    ...lengths,
+    prefix: tl.redisPrefix,
+    // Reconnect attempts repeat while Redis is down: log one line per 10 s, not each attempt.
+    onError(err) {
+      if (Date.now() - reported < 10_000) return
+      reported = Date.now()
+      log.warn({ err: err.message }, 'redis connection error')
+    },
+  })
 }

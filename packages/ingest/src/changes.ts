@@ -9,8 +9,8 @@ export type Change =
   | { table: 'follow'; op: 'insert' | 'delete'; row: Row<'follow'> }
   /** A feed item (post or repost) was written: fan it out. */
   | { table: 'feed_item'; op: 'insert'; row: FeedItemValues }
-  /** Feed items matching these columns were removed. */
-  | { table: 'feed_item'; op: 'delete'; where: Partial<Record<'uri' | 'postUri', string>> }
+  /** A feed item was removed. */
+  | { table: 'feed_item'; op: 'delete'; row: FeedItemValues }
 
 export interface FeedItemValues {
   type: string

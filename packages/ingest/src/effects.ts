@@ -57,9 +57,11 @@ export async function applyRows(
   changes?: ChangeLog,
 ): Promise<void> {
   const list = rows ?? []
-  if (changes) noteFeedItems(list, changes)
   for (let i = 0; i < list.length; i++) {
     const row = list[i]!
+    if (changes && row.table === 'feed_item' && row.kind === 'insert') {
+      changes.add({ table: 'feed_item', op: 'insert', row: row.values as FeedItemValues })
+    }
     if (row.kind === 'insert' && !row.onConflict) {
       // Adjacent "insert, leave existing rows alone" writes to one table go out as one statement.
       const values: unknown[] = [row.values]
@@ -67,6 +69,9 @@ export async function applyRows(
         const next = list[i + 1]
         if (next?.kind !== 'insert' || next.onConflict || next.table !== row.table) break
         values.push(next.values)
+        if (changes && next.table === 'feed_item') {
+          changes.add({ table: 'feed_item', op: 'insert', row: next.values as FeedItemValues })
+        }
         i++
       }
       await db
@@ -91,7 +96,14 @@ export async function applyRows(
     } else if (row.kind === 'delete') {
       let q = db.deleteFrom(row.table)
       for (const [k, v] of Object.entries(row.where)) q = q.where(k as never, '=', v as never)
-      await q.execute()
+      if (changes && row.table === 'feed_item') {
+        // The removed rows themselves: a post's deletion also takes its reposts' items, whose
+        // originators (and so whose timelines) only the rows tell.
+        const gone = (await q.returningAll().execute()) as FeedItemValues[]
+        for (const item of gone) changes.add({ table: 'feed_item', op: 'delete', row: item })
+      } else {
+        await q.execute()
+      }
     } else {
       let q = db.updateTable(row.table).set(row.set as never)
       for (const [k, v] of Object.entries(row.where)) q = q.where(k as never, '=', v as never)
@@ -186,16 +198,4 @@ export function mergeEffects(...all: (Effects | undefined)[]): Effects {
     out.deleteNotificationsFor.push(...(e.deleteNotificationsFor ?? []))
   }
   return out
-}
-
-/** Feed item writes are what fan-out follows; note them for after the commit. */
-function noteFeedItems(rows: RowWrite[], changes: ChangeLog): void {
-  for (const row of rows) {
-    if (row.table !== 'feed_item') continue
-    if (row.kind === 'insert') {
-      changes.add({ table: 'feed_item', op: 'insert', row: row.values as FeedItemValues })
-    } else if (row.kind === 'delete') {
-      changes.add({ table: 'feed_item', op: 'delete', where: row.where })
-    }
-  }
 }

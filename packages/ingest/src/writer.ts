@@ -59,6 +59,11 @@ export interface WriterDeps {
   isHosted(did: string): Promise<boolean>
 }
 
+export type CommitListener = (
+  changes: Change[],
+  committed: { source: string; cursor: number },
+) => void
+
 interface Prepared {
   /** Handle to write at this event index: did → value. */
   handles: Map<number, { did: string; handle: string | null }>
@@ -74,10 +79,13 @@ export class Writer {
    */
   private pending: (() => void)[] = []
   private changes = new ChangeLog()
-  private listeners: ((changes: Change[]) => void)[] = []
+  private listeners: CommitListener[] = []
 
-  /** Called with the watched row changes (follows, feed items) of each batch after it commits. */
-  onCommitted(listener: (changes: Change[]) => void): void {
+  /**
+   * Called after each batch commits, with its watched row changes (follows, feed items; maybe
+   * none) and the firehose position it committed.
+   */
+  onCommitted(listener: CommitListener): void {
     this.listeners.push(listener)
   }
 
@@ -122,13 +130,11 @@ export class Writer {
     for (const emit of this.pending) emit()
     this.pending = []
     const changes = this.changes.take()
-    if (changes.length) {
-      for (const listener of this.listeners) {
-        try {
-          listener(changes)
-        } catch (err) {
-          log.error({ err }, 'change listener failed')
-        }
+    for (const listener of this.listeners) {
+      try {
+        listener(changes, { source, cursor })
+      } catch (err) {
+        log.error({ err }, 'change listener failed')
       }
     }
     log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')

@@ -4,4 +4,12 @@ export {
   type HealthReport,
   type ServerOptions,
 } from './server.ts'
-export { buildRoutes, implementedMethods, type RouteContext, type Routes } from './routes/index.ts'
+export {
+  buildRoutes,
+  implementedMethods,
+  type FollowGraph,
+  type HomeTimelineReader,
+  type RouteContext,
+  type Routes,
+} from './routes/index.ts'
+export { followedItems, ownItems, timelineFromPostgres } from './routes/util/timeline-sql.ts'

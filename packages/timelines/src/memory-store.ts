@@ -118,6 +118,10 @@ export class MemoryTimelineStore implements TimelineStore {
     for (const reader of readers.map(checkDid)) this.#timelines.delete(reader)
   }
 
+  async evictAuthors(authors: readonly string[]): Promise<void> {
+    for (const author of authors.map(checkDid)) this.#authors.delete(author)
+  }
+
   async pushAuthorRecent(author: string, item: TimelineItem): Promise<boolean> {
     const member = encodeMember(item)
     return addTo(this.#authors.get(checkDid(author)), [member], this.authorTargetLength) > 0
@@ -177,6 +181,7 @@ export class MemoryTimelineStore implements TimelineStore {
       if (at >= before) continue
       this.#active.delete(reader)
       this.#timelines.delete(reader)
+      this.#authors.delete(reader)
       n++
     }
     return n

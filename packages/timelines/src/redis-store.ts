@@ -129,6 +129,10 @@ export class RedisTimelineStore implements TimelineStore {
     await this.#batched('evict', readers, (r) => this.#timeline(r), DROP, [])
   }
 
+  async evictAuthors(authors: readonly string[]): Promise<void> {
+    await this.#batched('evictAuthors', authors, (a) => this.#author(a), DROP, [])
+  }
+
   async pushAuthorRecent(author: string, item: TimelineItem): Promise<boolean> {
     const target = this.authorTargetLength
     const args = [target, trimAbove(target), encodeMember(item)]
@@ -191,6 +195,7 @@ export class RedisTimelineStore implements TimelineStore {
       )
       if (!batch.length) return n
       await this.evict(batch)
+      await this.evictAuthors(batch)
       n += Number(
         await this.#op('evictInactive', () => this.#eval(FORGET, [active], [before, ...batch])),
       )

@@ -108,6 +108,9 @@ export interface TimelineStore {
   /** Drops timelines now; they rebuild on their next read. */
   evict(readers: readonly string[]): Promise<void>
 
+  /** Drops authors' recent lists now; they are seeded again when next read. */
+  evictAuthors(authors: readonly string[]): Promise<void>
+
   /** Adds a celebrity's item to its recent list, if the list is materialised. */
   pushAuthorRecent(author: string, item: TimelineItem): Promise<boolean>
   removeAuthorRecent(author: string, target: string | TimelineItem): Promise<number>
@@ -124,7 +127,10 @@ export interface TimelineStore {
   touch(reader: string, at?: number): Promise<void>
   /** Readers active at or after `since` (epoch ms). */
   activeSince(since: number): Promise<string[]>
-  /** Drops the timelines of readers last active before `before` and forgets them. Returns how many. */
+  /**
+   * Drops the timelines (and own recent lists) of readers last active before `before` and forgets
+   * them. Returns how many.
+   */
   evictInactive(before: number): Promise<number>
 
   /** Memory in use, and the exact size of the sampled readers' timelines. */

@@ -36,6 +36,12 @@ export default (ctx: RouteContext): Routes => ({
 
   // The exclude flags are ignored, as the stock ignores them.
   async getTimeline(req) {
+    const limit = pageSize(req.limit)
+    const fast =
+      limit > 0
+        ? await ctx.timelines?.read(req.actorDid, limit, decodeTimeKey(req.cursor))
+        : undefined
+    if (fast) return { items: fast.items.map(feedItemFromRow), cursor: fast.cursor }
     return timelineFromPostgres(ctx.db, req)
   },
 

@@ -8,11 +8,16 @@ import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 
 export default (ctx: RouteContext): Routes => ({
   async getActorFollowsActors(req) {
-    if (req.targetDids.length === 0) return { uris: [] }
+    // The graph knows which targets are followed; only their uris need Postgres.
+    const graph = ctx.graph
+    const targets = [...new Set(req.targetDids)].filter(
+      (did) => !graph || graph.isFollowing(req.actorDid, did),
+    )
+    if (targets.length === 0) return { uris: req.targetDids.map(() => '') }
     const rows = await ctx.db
       .selectFrom('follow')
       .where('creator', '=', req.actorDid)
-      .where('subjectDid', 'in', [...new Set(req.targetDids)])
+      .where('subjectDid', 'in', targets)
       .select(['uri', 'subjectDid'])
       .execute()
     const bySubject = new Map(rows.map((row) => [row.subjectDid, row.uri]))

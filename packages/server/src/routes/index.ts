@@ -38,7 +38,7 @@ import threadMutes from './thread-mutes.ts'
 import threads from './threads.ts'
 import verifications from './verifications.ts'
 
-export type { RouteContext, Routes }
+export type { FollowGraph, HomeTimelineReader, RouteContext, Routes } from './context.ts'
 
 // In the order of the proto's sections.
 const modules: ((ctx: RouteContext) => Routes)[] = [

@@ -1,0 +1,219 @@
+// The write side: applies each committed batch's follow and feed-item changes to the graph and
+// the timelines, in commit order, off the indexer's path (the indexer hands a batch over and
+// goes on; a big author's fan-out delays only later fan-out). Graph changes always apply; store
+// writes that fail are recorded so the lists they missed are dropped once the store is back.
+import type { Graph } from '@openplane/graph'
+import type { Change, FeedItemValues } from '@openplane/ingest'
+import { childLogger } from '@openplane/telemetry'
+import {
+  itemFromFeedRow,
+  lossyKeep,
+  TimelineStoreUnavailable,
+  type TimelineItem,
+} from '@openplane/timelines'
+import type { HomeTimelines } from './home.ts'
+import {
+  fanoutItems,
+  fanoutQueue,
+  fanoutSeconds,
+  fanoutWrites,
+  graphEdges,
+  lossyDropped,
+} from './metrics.ts'
+import type { FeedSource } from './source.ts'
+
+const log = childLogger('fanout')
+
+export interface FanOutOptions {
+  /** Readers following more accounts than this get a share of writes (Infinity: lossless). */
+  lossyFollowLimit: number
+  /** Draws for the lossy rule, in [0, 1). */
+  random?: () => number
+}
+
+type FollowRow = Extract<Change, { table: 'follow' }>['row']
+
+export class FanOut {
+  readonly #graph: Graph
+  readonly #home: HomeTimelines | undefined
+  readonly #source: FeedSource
+  readonly #opts: Required<FanOutOptions>
+  #tail: Promise<void> = Promise.resolve()
+  #queued = 0
+  /** The last committed position applied, per firehose source. */
+  readonly applied = new Map<string, number>()
+
+  /** Without `home`, only the graph is kept (no timeline store configured). */
+  constructor(
+    graph: Graph,
+    home: HomeTimelines | undefined,
+    source: FeedSource,
+    opts: FanOutOptions,
+  ) {
+    this.#graph = graph
+    this.#home = home
+    this.#source = source
+    this.#opts = { random: Math.random, ...opts }
+    graphEdges.set(graph.edgeCount)
+  }
+
+  /** A Writer commit listener: queues the batch and returns at once. */
+  readonly onCommitted = (changes: Change[], committed: { source: string; cursor: number }) => {
+    this.#queued++
+    fanoutQueue.set(this.#queued)
+    this.#tail = this.#tail
+      .then(() => this.#apply(changes))
+      .catch((err: unknown) => log.error({ err }, 'fan-out of a batch failed'))
+      .finally(() => {
+        this.applied.set(committed.source, committed.cursor)
+        this.#queued--
+        fanoutQueue.set(this.#queued)
+      })
+  }
+
+  /** Resolves once every batch handed over so far is applied. */
+  async idle(): Promise<void> {
+    for (;;) {
+      const tail = this.#tail
+      await tail
+      if (tail === this.#tail) return
+    }
+  }
+
+  async #apply(changes: Change[]): Promise<void> {
+    if (!changes.length) return
+    const end = fanoutSeconds.startTimer()
+    for (let i = 0; i < changes.length; i++) {
+      const c = changes[i]!
+      if (c.table === 'follow' && c.op === 'insert') {
+        // Consecutive follows intern their DIDs in one round trip.
+        const rows = [c.row]
+        while (changes[i + 1]?.table === 'follow' && changes[i + 1]!.op === 'insert') {
+          rows.push((changes[++i] as { row: FollowRow }).row)
+        }
+        await this.#follow(rows)
+      } else if (c.table === 'follow') {
+        await this.#unfollow(c.row)
+      } else if (c.op === 'insert') {
+        await this.#post(c.row)
+      } else {
+        await this.#remove(c.row)
+      }
+    }
+    graphEdges.set(this.#graph.edgeCount)
+    end()
+  }
+
+  async #follow(rows: FollowRow[]): Promise<void> {
+    await retrying('intern follow DIDs', () =>
+      this.#graph.addFollows(rows.map((r) => [r.creator, r.subjectDid])),
+    )
+    const home = this.#home
+    for (const { creator, subjectDid } of rows) {
+      const change = home?.celebrities.update(subjectDid)
+      if (!home) continue
+      await this.#write(async () => {
+        if (change === 'left') await this.#spreadFormerCelebrity(subjectDid)
+        // A celebrity's items are merged at read time; anyone else's existing items join the
+        // new follower's timeline now, as the stock's fan-in query would show them.
+        if (home.celebrities.has(subjectDid) || !(await home.hasTimeline(creator))) return
+        const rows = await this.#source.byAuthor(subjectDid, home.store.targetLength)
+        await home.store.insert(creator, rows.map(itemFromFeedRow))
+      })
+    }
+  }
+
+  async #unfollow(row: FollowRow): Promise<void> {
+    this.#graph.removeFollow(row.creator, row.subjectDid)
+    const home = this.#home
+    if (!home) return
+    const change = home.celebrities.update(row.subjectDid)
+    home.taintReaders((r) => r === row.creator)
+    await this.#write(async () => {
+      await home.store.removeOriginator([row.creator], row.subjectDid)
+      if (change === 'left') await this.#spreadFormerCelebrity(row.subjectDid)
+    })
+  }
+
+  async #post(row: FeedItemValues): Promise<void> {
+    const home = this.#home
+    if (!home) return
+    const item = itemFromFeedRow(row)
+    const author = row.originatorDid
+    await this.#write(async () => {
+      // Every author's list takes the item if materialised: own items, celebrity merges.
+      await home.store.pushAuthorRecent(author, item)
+      if (home.celebrities.has(author)) {
+        fanoutItems.inc({ route: 'celebrity' })
+        return
+      }
+      fanoutItems.inc({ route: 'followers' })
+      fanoutWrites.inc(await home.store.fanOut(this.#readers(author, true), item))
+    })
+  }
+
+  async #remove(row: FeedItemValues): Promise<void> {
+    const home = this.#home
+    if (!home) return
+    const item = itemFromFeedRow(row)
+    const author = row.originatorDid
+    home.taintAuthor(author)
+    home.taintReaders((r) => this.#graph.isFollowing(r, author))
+    // Followers are asked even for a celebrity: the item may predate its celebrity.
+    await this.#write(async () => {
+      await home.store.removeAuthorRecent(author, item)
+      await home.store.remove(this.#readers(author, false), item)
+    })
+  }
+
+  /** An author fell below the threshold: its recent items now live in followers' timelines. */
+  async #spreadFormerCelebrity(author: string): Promise<void> {
+    const home = this.#home!
+    const rows = await this.#source.byAuthor(author, home.store.targetLength)
+    const readers = this.#readers(author, false)
+    for (const row of rows) await home.store.fanOut(readers, itemFromFeedRow(row) as TimelineItem)
+  }
+
+  /** Followers' DIDs; `lossy`: thinned by the lossy rule (one draw per fan-out, as Bluesky). */
+  #readers(author: string, lossy: boolean): string[] {
+    const graph = this.#graph
+    const ids = graph.followers(author).toUint32Array()
+    const limit = this.#opts.lossyFollowLimit
+    const draw = lossy && Number.isFinite(limit) ? this.#opts.random() : undefined
+    const dids: string[] = []
+    let dropped = 0
+    for (const id of ids) {
+      if (draw !== undefined && !lossyKeep(graph.followingCount(id), limit, () => draw)) {
+        dropped++
+        continue
+      }
+      dids.push(graph.ids.did(id)!)
+    }
+    if (dropped) lossyDropped.inc(dropped)
+    return dids
+  }
+
+  /** Store work for one change; whatever fails, the lists it touched are treated as stale. */
+  async #write(work: () => Promise<void>): Promise<void> {
+    try {
+      await work()
+    } catch (err) {
+      const lost =
+        err instanceof TimelineStoreUnavailable ? err : new TimelineStoreUnavailable('fanout', err)
+      if (!(err instanceof TimelineStoreUnavailable)) log.error({ err }, 'fan-out step failed')
+      this.#home!.writeFailed(lost)
+    }
+  }
+}
+
+/** Retries until it succeeds: the graph must not skip an edge, and Postgres is needed anyway. */
+async function retrying<T>(what: string, work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (err) {
+      log.warn({ err, attempt }, `${what} failed; retrying`)
+      await new Promise((r) => setTimeout(r, Math.min(5000, 100 * 2 ** attempt)))
+    }
+  }
+}

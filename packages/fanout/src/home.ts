@@ -1,0 +1,238 @@
+// The read side of fan-out timelines. A home timeline page is the reader's stored timeline, the
+// recent items of the celebrities they follow and their own recent items, merged under the
+// stock's page rules. Whenever the store cannot answer exactly (list not materialised, page past
+// a trimmed horizon, Redis unreachable, or writes lost while it was), the caller answers from
+// Postgres instead, and cold lists are rebuilt in the background.
+import type { Graph } from '@openplane/graph'
+import { childLogger } from '@openplane/telemetry'
+import {
+  feedRowFromItem,
+  itemFromFeedRow,
+  mergePages,
+  TimelineStoreUnavailable,
+  type FeedRow,
+  type TimeKey,
+  type TimelineStore,
+} from '@openplane/timelines'
+import type { Celebrities } from './celebrities.ts'
+import { evicted, reads, rebuilds, storeErrors, storeHealthy } from './metrics.ts'
+import type { FeedSource } from './source.ts'
+
+const log = childLogger('timelines')
+
+export interface HomeOptions {
+  /** Readers not seen for this long lose their timeline; fan-out skips them until they return. */
+  activeWindowMs: number
+  /** After a failed read, go straight to Postgres for this long before trying the store again. */
+  retryAfterMs?: number
+}
+
+export interface HomePage {
+  items: FeedRow[]
+  cursor: string
+}
+
+/** A rebuild in progress; a removal that reaches it may be missed by its Postgres read. */
+interface Rebuild {
+  tainted: boolean
+}
+
+export class HomeTimelines {
+  readonly store: TimelineStore
+  readonly graph: Graph
+  readonly celebrities: Celebrities
+  readonly #source: FeedSource
+  readonly #opts: Required<HomeOptions>
+  readonly #rebuilding = new Map<string, Rebuild>()
+  readonly #seeding = new Map<string, Rebuild>()
+  readonly #timers: NodeJS.Timeout[] = []
+  /** Bumped by every failed write: the store may then hold stale lists until they are dropped. */
+  #lostWrites = 0
+  #cleanAt = 0
+  #readsPausedUntil = 0
+  #recovering = false
+
+  constructor(
+    store: TimelineStore,
+    graph: Graph,
+    celebrities: Celebrities,
+    source: FeedSource,
+    opts: HomeOptions,
+  ) {
+    this.store = store
+    this.graph = graph
+    this.celebrities = celebrities
+    this.#source = source
+    this.#opts = { retryAfterMs: 1000, ...opts }
+    storeHealthy.set(1)
+  }
+
+  /** Starts hibernation (evicting inactive readers) and recovery after lost writes. */
+  startMaintenance(): void {
+    const every = Math.max(1000, Math.min(60_000, Math.floor(this.#opts.activeWindowMs / 4)))
+    this.#timers.push(setInterval(() => void this.hibernate(), every).unref())
+    this.#timers.push(setInterval(() => void this.recover(), 1000).unref())
+  }
+
+  stopMaintenance(): void {
+    for (const t of this.#timers) clearInterval(t)
+    this.#timers.length = 0
+  }
+
+  /** One page, or undefined when Postgres must answer it. `limit` is already the stock's size. */
+  async read(
+    reader: string,
+    limit: number,
+    before: TimeKey | undefined,
+  ): Promise<HomePage | undefined> {
+    if (this.#lostWrites !== this.#cleanAt) return miss('recovering')
+    if (Date.now() < this.#readsPausedUntil) return miss('unavailable')
+    const opts = { limit: limit + 1, before }
+    try {
+      // One round of reads: the timeline, followed celebrities' lists, the reader's own list.
+      const celebs = this.celebrities.followedBy(reader)
+      const [, page, followed, own] = await Promise.all([
+        this.store.touch(reader),
+        this.store.page(reader, opts),
+        celebs.length ? this.store.authorRecent(celebs, opts) : undefined,
+        this.store.authorRecent([reader], opts),
+      ])
+      const missing = [...(followed?.missing ?? []), ...own.missing]
+      for (const author of missing) void this.seedAuthor(author)
+      if (!page) void this.rebuild(reader)
+      if (!page || missing.length) return miss('cold')
+      if (!page.complete || !(followed?.complete ?? true) || !own.complete) return miss('trimmed')
+      const merged = mergePages({
+        timeline: page.items,
+        celebrities: followed?.items ?? [],
+        own: own.items,
+        limit,
+      })
+      reads.inc({ path: 'store', reason: '' })
+      return { items: merged.items.map(feedRowFromItem), cursor: merged.cursor }
+    } catch (err) {
+      if (!(err instanceof TimelineStoreUnavailable)) throw err
+      this.#readFailed(err)
+      return miss('unavailable')
+    }
+  }
+
+  /** Rebuilds a reader's timeline from Postgres (no-op while one is under way). */
+  async rebuild(reader: string): Promise<void> {
+    await this.#refill(this.#rebuilding, reader, 'timeline', async (state) => {
+      await this.store.startRebuild(reader)
+      const rows = await this.#source.followed(reader, this.store.targetLength + 1)
+      if (state.tainted) return false
+      const complete = rows.length <= this.store.targetLength
+      await this.store.materialise(reader, rows.map(itemFromFeedRow), { complete })
+      return !state.tainted
+    })
+  }
+
+  /** Seeds an author's recent list (celebrity or own items) from Postgres. */
+  async seedAuthor(author: string): Promise<void> {
+    await this.#refill(this.#seeding, author, 'author', async (state) => {
+      await this.store.startAuthorRebuild(author)
+      const rows = await this.#source.byAuthor(author, this.store.authorTargetLength + 1)
+      if (state.tainted) return false
+      const complete = rows.length <= this.store.authorTargetLength
+      await this.store.materialiseAuthor(author, rows.map(itemFromFeedRow), { complete })
+      return !state.tainted
+    })
+  }
+
+  /** Whether a reader's timeline should receive backfill: materialised, or being rebuilt. */
+  async hasTimeline(reader: string): Promise<boolean> {
+    return this.#rebuilding.has(reader) || (await this.store.isMaterialised(reader))
+  }
+
+  /** Rebuilds in progress for these readers (or whom `match` picks) must start over. */
+  taintReaders(match: (reader: string) => boolean): void {
+    for (const [reader, state] of this.#rebuilding) if (match(reader)) state.tainted = true
+  }
+
+  taintAuthor(author: string): void {
+    const state = this.#seeding.get(author)
+    if (state) state.tainted = true
+  }
+
+  /** A write did not reach the store: reads go to Postgres until every list is dropped. */
+  writeFailed(err: TimelineStoreUnavailable): void {
+    storeErrors.inc({ op: err.op })
+    if (this.#lostWrites === this.#cleanAt) {
+      log.warn({ err }, 'timeline write lost; serving from Postgres until timelines are reset')
+    }
+    this.#lostWrites++
+    storeHealthy.set(0)
+  }
+
+  /** Drops every list once the store answers again, so each rebuilds from Postgres. */
+  async recover(): Promise<void> {
+    if (this.#lostWrites === this.#cleanAt || this.#recovering) return
+    this.#recovering = true
+    const generation = this.#lostWrites
+    try {
+      await this.store.evictInactive(Number.MAX_SAFE_INTEGER)
+      await this.store.evictAuthors(this.celebrities.dids())
+      this.#cleanAt = generation
+      if (this.#lostWrites === this.#cleanAt) {
+        storeHealthy.set(1)
+        log.info('timeline store back; timelines rebuild on their next read')
+      }
+    } catch (err) {
+      if (!(err instanceof TimelineStoreUnavailable)) log.error({ err }, 'timeline recovery failed')
+    } finally {
+      this.#recovering = false
+    }
+  }
+
+  /** Drops the timelines of readers inactive for the window. */
+  async hibernate(now = Date.now()): Promise<number> {
+    try {
+      const n = await this.store.evictInactive(now - this.#opts.activeWindowMs)
+      evicted.inc(n)
+      return n
+    } catch (err) {
+      if (!(err instanceof TimelineStoreUnavailable)) throw err
+      storeErrors.inc({ op: err.op })
+      return 0
+    }
+  }
+
+  #readFailed(err: TimelineStoreUnavailable): void {
+    storeErrors.inc({ op: err.op })
+    if (Date.now() >= this.#readsPausedUntil) {
+      log.warn({ err }, 'timeline store unavailable; serving from Postgres')
+    }
+    this.#readsPausedUntil = Date.now() + this.#opts.retryAfterMs
+  }
+
+  async #refill(
+    running: Map<string, Rebuild>,
+    key: string,
+    kind: string,
+    work: (state: Rebuild) => Promise<boolean>,
+  ): Promise<void> {
+    if (running.has(key)) return
+    const state: Rebuild = { tainted: false }
+    running.set(key, state)
+    try {
+      const ok = await work(state)
+      rebuilds.inc({ kind, outcome: ok ? 'done' : 'restarted' })
+      // A removal raced the Postgres read: drop the list; the next read rebuilds it.
+      if (!ok)
+        await (kind === 'timeline' ? this.store.evict([key]) : this.store.evictAuthors([key]))
+    } catch (err) {
+      rebuilds.inc({ kind, outcome: 'failed' })
+      if (err instanceof TimelineStoreUnavailable) this.writeFailed(err)
+      else log.error({ err, key, kind }, 'timeline rebuild failed')
+    } finally {
+      running.delete(key)
+    }
+  }
+}
+
+function miss(reason: string): undefined {
+  reads.inc({ path: 'postgres', reason })
+  return undefined
+}

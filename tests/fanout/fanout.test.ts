@@ -1,0 +1,180 @@
+// The fan-out write side on its own: committed changes (as the indexer's writer hands them over)
+// applied to a real graph over Postgres and the in-process timeline store. The lossy rule, the
+// celebrity route and its end, hibernation, and backfill on follow.
+import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
+import { Celebrities, FanOut, HomeTimelines, type FeedSource } from '@openplane/fanout'
+import { Graph } from '@openplane/graph'
+import type { Change, FeedItemValues } from '@openplane/ingest'
+import { followedItems, ownItems } from '@openplane/server'
+import { registry } from '@openplane/telemetry'
+import { MemoryTimelineStore } from '@openplane/timelines'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PG_URL, uniqueName } from '../harness/env.ts'
+import { dropSchemas } from '../harness/stock-network.ts'
+
+const did = (name: string) => `did:plc:${name.padEnd(24, 'x')}`
+const HOUR = 3600_000
+
+describe('fan-out', () => {
+  const schema = uniqueName('op_fanout')
+  let db: Db
+  let seq = 0
+  let clock = 0
+
+  beforeAll(async () => {
+    db = createPgDb({ url: PG_URL, schema, poolSize: 2 })
+    await migrateToLatest(db)
+  })
+
+  afterAll(async () => {
+    await db?.close()
+    await dropSchemas([schema])
+  })
+
+  function setup(opts: { celebrity?: number; lossy?: number; random?: () => number } = {}) {
+    const graph = Graph.create(db)
+    const store = new MemoryTimelineStore({ targetLength: 50, authorTargetLength: 50 })
+    const source: FeedSource = {
+      followed: (reader, rows) => followedItems(db.db, reader, undefined, rows),
+      byAuthor: (author, rows) => ownItems(db.db, author, undefined, rows),
+    }
+    const home = new HomeTimelines(
+      store,
+      graph,
+      new Celebrities(graph, opts.celebrity ?? Infinity),
+      source,
+      { activeWindowMs: HOUR },
+    )
+    const fanout = new FanOut(graph, home, source, {
+      lossyFollowLimit: opts.lossy ?? Infinity,
+      random: opts.random,
+    })
+    const commit = async (...changes: Change[]) => {
+      fanout.onCommitted(changes, { source: 'test', cursor: ++seq })
+      await fanout.idle()
+    }
+    const follow = (a: string, b: string): Change => ({
+      table: 'follow',
+      op: 'insert',
+      row: {
+        uri: `at://${did(a)}/app.bsky.graph.follow/${a}${b}${seq}`,
+        cid: 'bafyfollow',
+        creator: did(a),
+        subjectDid: did(b),
+        createdAt: '2025-01-01T00:00:00.000Z',
+        indexedAt: '2025-01-01T00:00:00.000Z',
+        sortAt: '2025-01-01T00:00:00.000Z',
+      },
+    })
+    const unfollow = (a: string, b: string): Change => ({ ...follow(a, b), op: 'delete' })
+    /** A post: its feed_item row in Postgres (what rebuilds read) and the change. */
+    const post = async (author: string): Promise<[Change, FeedItemValues]> => {
+      const n = ++clock
+      const row: FeedItemValues = {
+        type: 'post',
+        uri: `at://${did(author)}/app.bsky.feed.post/p${n}`,
+        cid: `bafypost${String(n).padStart(6, '0')}`,
+        postUri: `at://${did(author)}/app.bsky.feed.post/p${n}`,
+        originatorDid: did(author),
+        sortAt: new Date(Date.UTC(2025, 0, 1, 0, 0, n)).toISOString(),
+      }
+      await db.db
+        .insertInto('feed_item')
+        .values({ ...row, type: 'post' })
+        .execute()
+      return [{ table: 'feed_item', op: 'insert', row }, row]
+    }
+    /** Materialises a reader's timeline the way a first read does. */
+    const activate = async (reader: string) => {
+      await home.rebuild(did(reader))
+      await home.seedAuthor(did(reader))
+    }
+    const uris = async (reader: string) =>
+      ((await store.page(did(reader), { limit: 100 }))?.items ?? []).map((i) => i.uri)
+    return { graph, store, home, fanout, commit, follow, unfollow, post, activate, uris }
+  }
+
+  const metric = async (name: string) => {
+    const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name)
+    return m?.values.reduce((sum, v) => sum + v.value, 0) ?? 0
+  }
+
+  it('fans a post out to materialised followers only', async () => {
+    const t = setup()
+    await t.commit(t.follow('fa', 'fz'), t.follow('fb', 'fz'))
+    await t.activate('fa')
+    const [change, row] = await t.post('fz')
+    await t.commit(change)
+    expect(await t.uris('fa')).toEqual([row.uri])
+    expect(await t.store.isMaterialised(did('fb'))).toBe(false)
+  })
+
+  it('a new follow brings the followee’s items; an unfollow takes them away', async () => {
+    const t = setup()
+    const [c1, p1] = await t.post('ny')
+    await t.commit(c1)
+    await t.activate('na')
+    expect(await t.uris('na')).toEqual([])
+    await t.commit(t.follow('na', 'ny'))
+    expect(await t.uris('na')).toEqual([p1.uri])
+    await t.commit(t.unfollow('na', 'ny'))
+    expect(await t.uris('na')).toEqual([])
+  })
+
+  it('lossy: a reader following more than the limit gets writes with probability limit/follows', async () => {
+    // ld follows three accounts, limit 2: keep when the draw is below 2/3.
+    for (const [draw, kept] of [
+      [0.9, false],
+      [0.5, true],
+    ] as const) {
+      const t = setup({ lossy: 2, random: () => draw })
+      const reader = `l${draw * 10}`
+      await t.commit(
+        t.follow(reader, 'lx'),
+        t.follow(reader, 'ly'),
+        t.follow(reader, 'lz'),
+        t.follow('lq', 'lx'),
+      )
+      await t.activate(reader)
+      await t.activate('lq')
+      const dropped = await metric('openplane_timeline_lossy_dropped_total')
+      const [change, row] = await t.post('lx')
+      await t.commit(change)
+      expect(await t.uris(reader)).toEqual(kept ? [row.uri] : [])
+      // A reader within the limit always gets it.
+      expect(await t.uris('lq')).toContain(row.uri)
+      expect(await metric('openplane_timeline_lossy_dropped_total')).toBe(dropped + (kept ? 0 : 1))
+    }
+  })
+
+  it('a celebrity’s posts go to its own list, and spread to followers when it stops being one', async () => {
+    const t = setup({ celebrity: 2 })
+    await t.commit(t.follow('ca', 'cs'), t.follow('cb', 'cs'))
+    expect(t.home.celebrities.has(did('cs'))).toBe(true)
+    await t.activate('ca')
+    await t.home.seedAuthor(did('cs'))
+    const [change, row] = await t.post('cs')
+    await t.commit(change)
+    expect(await t.uris('ca')).toEqual([])
+    const recent = await t.store.authorRecent([did('cs')], { limit: 10 })
+    expect(recent.items.map((i) => i.uri)).toEqual([row.uri])
+    // The home timeline merges it in at read time.
+    const page = await t.home.read(did('ca'), 10, undefined)
+    expect(page?.items.map((i) => i.postUri)).toEqual([row.uri])
+    await t.commit(t.unfollow('cb', 'cs'))
+    expect(t.home.celebrities.has(did('cs'))).toBe(false)
+    expect(await t.uris('ca')).toEqual([row.uri])
+  })
+
+  it('hibernation drops inactive readers, and fan-out then skips them', async () => {
+    const t = setup()
+    await t.commit(t.follow('ha', 'hz'))
+    await t.activate('ha')
+    // Two hours on, past the one-hour window.
+    expect(await t.home.hibernate(Date.now() + 2 * HOUR)).toBe(1)
+    expect(await t.store.isMaterialised(did('ha'))).toBe(false)
+    const [change] = await t.post('hz')
+    await t.commit(change)
+    expect(await t.store.isMaterialised(did('ha'))).toBe(false)
+  })
+})
