@@ -12,7 +12,7 @@
 //   BENCH_RATES     offered loads, req/s (default 25,50,100,200,400,800,1600,3200)
 //   BENCH_SECONDS   seconds per load step (default 10)
 //   BENCH_READERS   active readers drawn from users 1..max_active_user_id (default all of them)
-//   BENCH_ONLY      stock | ours (default both)
+//   BENCH_ONLY      stock | ours | load (load the data and stop; default: both sides)
 import { execFileSync } from 'node:child_process'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -78,6 +78,17 @@ async function ensureLoaded(schema: string): Promise<void> {
   const report = await loadUserbase(params, { url: PG_URL, schema, progress })
   progress.finish()
   console.log(formatLoadReport(report))
+}
+
+/** Every reader's first page, a few requests at a time. */
+async function readAll(client: Client, readers: string[]): Promise<void> {
+  for (let i = 0; i < readers.length; i += 8) {
+    await Promise.all(
+      readers
+        .slice(i, i + 8)
+        .map((r) => client.getTimeline({ actorDid: r, limit: 50, cursor: '' })),
+    )
+  }
 }
 
 function quantile(sorted: Float64Array, q: number): number {
@@ -201,6 +212,7 @@ async function main(): Promise<void> {
   const params = await readUserbaseParams(path.resolve(root, USERBASE))
   const schema = process.env.BENCH_SCHEMA ?? `bench_tl_${params.num_users}`
   await ensureLoaded(schema)
+  if (process.env.BENCH_ONLY === 'load') return
   const active = params.max_active_user_id
   const count = Math.min(active, Number(process.env.BENCH_READERS ?? active))
   // A fixed shuffle of the active users, so both sides get the same request sequence.

@@ -1,6 +1,7 @@
 // The Grafana dashboard in infra/ only queries metrics the process really exports.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
+import '@openplane/fanout'
 import '@openplane/ingest'
 import '@openplane/server'
 import { registry } from '@openplane/telemetry'

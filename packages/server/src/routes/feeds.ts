@@ -49,10 +49,24 @@ export default (ctx: RouteContext): Routes => ({
     const at = decodeTimeKey(req.cursor)
     const limit = pageSize(req.limit)
     const isReference = (await listPurpose(ctx.db, req.listUri)) === REFERENCE_LIST
+    // Each member's newest posts by its own index range (post_creator_cursor_idx), at most one
+    // page each, then merged: the stock's join reads every post of every member first.
     const rows = await ctx.db
-      .selectFrom('post')
-      .innerJoin('list_item', 'list_item.subjectDid', 'post.creator')
-      .where('list_item.listUri', '=', req.listUri)
+      .selectFrom('list_item as li')
+      .innerJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('post')
+            .whereRef('post.creator', '=', 'li.subjectDid')
+            .$call((qb) => (at ? qb.where(before('post.sortAt', 'post.cid', at)) : qb))
+            .select(['post.uri', 'post.cid', 'post.sortAt'])
+            .orderBy('post.sortAt', 'desc')
+            .orderBy('post.cid', 'desc')
+            .limit(limit + 1)
+            .as('p'),
+        (join) => join.onTrue(),
+      )
+      .where('li.listUri', '=', req.listUri)
       // Members who opted out of a reference list drop out of its feed.
       .$if(isReference, (qb) =>
         qb.where(({ not, exists, selectFrom }) =>
@@ -60,16 +74,15 @@ export default (ctx: RouteContext): Routes => ({
             exists(
               selectFrom('reference_list_opt_out')
                 .select('reference_list_opt_out.uri')
-                .whereRef('reference_list_opt_out.creator', '=', 'post.creator')
+                .whereRef('reference_list_opt_out.creator', '=', 'li.subjectDid')
                 .where('reference_list_opt_out.subjectUri', '=', req.listUri),
             ),
           ),
         ),
       )
-      .$call((qb) => (at ? qb.where(before('post.sortAt', 'post.cid', at)) : qb))
-      .select(['post.uri', 'post.cid', 'post.sortAt'])
-      .orderBy('post.sortAt', 'desc')
-      .orderBy('post.cid', 'desc')
+      .select(['p.uri', 'p.cid', 'p.sortAt'])
+      .orderBy('p.sortAt', 'desc')
+      .orderBy('p.cid', 'desc')
       .limit(limit + 1)
       .execute()
     const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
