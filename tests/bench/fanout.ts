@@ -16,6 +16,7 @@ import { Redis } from 'ioredis'
 import { PG_URL } from '../harness/env.ts'
 import { freePort, spawnReady } from '../harness/processes.ts'
 import { startRedisServer } from '../harness/redis-cluster.ts'
+import { benchSchema } from './timeline.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-100k-with-posts.json'
@@ -27,7 +28,7 @@ const log = (...a: unknown[]) => console.log('[bench:fanout]', ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const params = await readUserbaseParams(path.resolve(root, USERBASE))
-const schema = process.env.BENCH_SCHEMA ?? `bench_tl_${params.num_users}`
+const schema = process.env.BENCH_SCHEMA ?? benchSchema(params.num_users)
 const redis = await startRedisServer()
 const net = await LocalNetwork.start({
   seed: params.seed,

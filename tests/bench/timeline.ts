@@ -2,13 +2,15 @@
 // Postgres data: a power-law userbase from the toolkit (100k users, density 5, a week of posts by
 // default), loaded once into a kept schema. Both dataplanes run as their own processes; this
 // process offers GetTimeline at fixed rates (open loop: requests leave on schedule whether or not
-// earlier ones came back) for active readers, over HTTP/2 gRPC as the AppView calls it, and
+// earlier ones came back) for active readers, over gRPC as the AppView calls each (HTTP/1.1 to the stock's server, which has
+// no HTTP/2; HTTP/2 to ours), and
 // prints p50/p95/p99, achieved throughput and the highest offered rate each side holds with
 // p99 <= 10 ms. Ours runs with its production defaults (Redis timelines, celebrity threshold
 // 10 000 followers, lossy limit 2 000 follows). Not part of CI.
 //
 //   BENCH_USERBASE  userbase parameter file (default packages/sim/examples/userbase-100k-with-posts.json)
-//   BENCH_SCHEMA    schema to load into / reuse (default bench_tl_<num_users>)
+//   BENCH_SCHEMA    schema to load into / reuse (default bench_tl_<num_users in letters: the stock
+//                   dataplane accepts [A-Za-z_] only>, e.g. bench_tl_baaaaa for 100000)
 //   BENCH_RATES     offered loads, req/s (default 25,50,100,200,400,800,1600,3200)
 //   BENCH_SECONDS   seconds per load step (default 10)
 //   BENCH_READERS   active readers drawn from users 1..max_active_user_id (default all of them)
@@ -91,6 +93,11 @@ async function readAll(client: Client, readers: string[]): Promise<void> {
   }
 }
 
+/** The default schema name: digits spelled as letters a–j. */
+export function benchSchema(users: number): string {
+  return `bench_tl_${String(users).replace(/\d/g, (d) => 'abcdefghij'[Number(d)]!)}`
+}
+
 function quantile(sorted: Float64Array, q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : NaN
 }
@@ -133,8 +140,10 @@ async function step(
             .finally(() => inFlight--),
         )
       }
-      if (sent >= total) resolve()
-      else setImmediate(tick)
+      if (sent >= total) return resolve()
+      // Sleep until the next request is due (no spinning: the generator shares the cores).
+      const next = t0 + ((sent + 1) / rate) * 1000
+      setTimeout(tick, Math.max(0, next - performance.now()))
     }
     tick()
   })
@@ -210,7 +219,7 @@ async function spawnOurs(schema: string, redis: RedisServer, firehose: string): 
 
 async function main(): Promise<void> {
   const params = await readUserbaseParams(path.resolve(root, USERBASE))
-  const schema = process.env.BENCH_SCHEMA ?? `bench_tl_${params.num_users}`
+  const schema = process.env.BENCH_SCHEMA ?? benchSchema(params.num_users)
   await ensureLoaded(schema)
   if (process.env.BENCH_ONLY === 'load') return
   const active = params.max_active_user_id
@@ -229,7 +238,8 @@ async function main(): Promise<void> {
   if (only !== 'ours') {
     const stock = await spawnStock(schema)
     try {
-      const client = createDataPlaneClient(new BasicHostList([stock.url]), { httpVersion: '2' })
+      // The stock dataplane's server speaks HTTP/1.1 only.
+      const client = createDataPlaneClient(new BasicHostList([stock.url]), { httpVersion: '1.1' })
       // One pass first: both sides start with a warm Postgres cache.
       for (const reader of readers)
         await client.getTimeline({ actorDid: reader, limit: 50, cursor: '' })
@@ -300,4 +310,4 @@ async function main(): Promise<void> {
   )
 }
 
-await main()
+if (import.meta.main) await main()

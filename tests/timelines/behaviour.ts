@@ -335,6 +335,18 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         complete: true,
         missing: [],
       })
+      // Read down to a floor only: nothing older comes back, and a floor above celeb's horizon
+      // makes the short read exact; one below it does not.
+      const floor = kept.sort(stockOrder)[2]!
+      expect(await store.authorRecent([celeb, other], { limit: 8, atLeast: floor })).toEqual({
+        items: stockPage(kept, 3),
+        complete: true,
+        missing: [],
+      })
+      const low = stockPage(kept, 8).at(-1)!
+      expect((await store.authorRecent([celeb, other], { limit: 8, atLeast: low })).complete).toBe(
+        false,
+      )
       expect(await store.removeAuthorRecent(other, early.uri)).toBe(1)
       expect(await store.removeAuthorRecent(other, theirs[0]!)).toBe(1)
     })

@@ -18,6 +18,7 @@ import {
   createRedisClient,
   MemoryTimelineStore,
   RedisTimelineStore,
+  waitForRedis,
   type TimelineStore,
 } from '@openplane/timelines'
 import type { Config } from './config.ts'
@@ -98,7 +99,7 @@ async function startFanOut(config: Config, db: Db) {
     byAuthor: (author, rows) => ownItems(db.db, author, undefined, rows),
   }
   const tl = config.timelines
-  const store = openStore(config)
+  const store = await openStore(config)
   const home = store
     ? new HomeTimelines(store, graph, new Celebrities(graph, tl.celebrityFollowers), source, {
         activeWindowMs: tl.activeWindowMs,
@@ -122,12 +123,16 @@ async function startFanOut(config: Config, db: Db) {
   }
 }
 
-function openStore(config: Config): TimelineStore | undefined {
+async function openStore(config: Config): Promise<TimelineStore | undefined> {
   const tl = config.timelines
   const lengths = { targetLength: tl.targetLength, authorTargetLength: tl.authorTargetLength }
   if (tl.store === 'memory') return new MemoryTimelineStore(lengths)
   if (tl.store === 'off') return undefined
   const client = createRedisClient({ nodes: tl.redisNodes, cluster: tl.redisCluster })
+  // Start without Redis if need be (reads go to Postgres until it answers), but give it a moment.
+  await waitForRedis(client, 5000).catch(() =>
+    log.warn({ nodes: tl.redisNodes }, 'redis not reachable yet; serving timelines from Postgres'),
+  )
   let reported = 0
   return new RedisTimelineStore(client, {
     ...lengths,

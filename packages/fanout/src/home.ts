@@ -89,14 +89,19 @@ export class HomeTimelines {
     if (Date.now() < this.#readsPausedUntil) return miss('unavailable')
     const opts = { limit: limit + 1, before }
     try {
-      // One round of reads: the timeline, followed celebrities' lists, the reader's own list.
-      const celebs = this.celebrities.followedBy(reader)
-      const [, page, followed, own] = await Promise.all([
+      // The timeline and the reader's own list first; then the followed celebrities' lists,
+      // read only down to the timeline page's oldest item when the page is full (nothing older
+      // can make the merged page), which keeps big celebrity merges cheap.
+      const [, page, own] = await Promise.all([
         this.store.touch(reader),
         this.store.page(reader, opts),
-        celebs.length ? this.store.authorRecent(celebs, opts) : undefined,
         this.store.authorRecent([reader], opts),
       ])
+      const celebs = page ? this.celebrities.followedBy(reader) : []
+      const atLeast = page?.items.length === opts.limit ? page.items.at(-1) : undefined
+      const followed = celebs.length
+        ? await this.store.authorRecent(celebs, { ...opts, atLeast })
+        : undefined
       const missing = [...(followed?.missing ?? []), ...own.missing]
       for (const author of missing) void this.seedAuthor(author)
       if (!page) void this.rebuild(reader)

@@ -56,11 +56,14 @@ export class MemoryList {
     return before - this.items.length
   }
 
-  /** Up to `count` members below `bound` (exclusive), newest first. */
-  slice(bound: string | undefined, count: number): Slice {
+  /** Up to `count` members below `bound` (exclusive) and at or above `floor`, newest first. */
+  slice(bound: string | undefined, count: number, floor?: string): Slice {
     const end = bound === undefined ? this.items.length : lowerBound(this.items, bound)
     const members: string[] = []
-    for (let i = end - 1; i >= 0 && members.length < count; i--) members.push(this.items[i]!)
+    for (let i = end - 1; i >= 0 && members.length < count; i--) {
+      if (floor !== undefined && this.items[i]! < floor) break
+      members.push(this.items[i]!)
+    }
     return { members, ghost: this.ghost }
   }
 

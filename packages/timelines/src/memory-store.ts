@@ -86,7 +86,8 @@ export class MemoryTimelineStore implements TimelineStore {
     const list = this.#timelines.get(checkDid(reader))
     if (list?.state !== 'ready') return null
     const count = pageCount(opts.limit)
-    const { members, complete } = mergeSlices([list.slice(bound(opts), count)], count)
+    const floor = floorOf(opts)
+    const { members, complete } = mergeSlices([list.slice(bound(opts), count, floor)], count, floor)
     return { items: members.map(decodeMember), complete }
   }
 
@@ -133,14 +134,15 @@ export class MemoryTimelineStore implements TimelineStore {
 
   async authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage> {
     const count = pageCount(opts.limit)
+    const floor = floorOf(opts)
     const slices: Slice[] = []
     const missing: string[] = []
     for (const author of new Set(authors.map(checkDid))) {
       const list = this.#authors.get(author)
-      if (list?.state === 'ready') slices.push(list.slice(bound(opts), count))
+      if (list?.state === 'ready') slices.push(list.slice(bound(opts), count, floor))
       else missing.push(author)
     }
-    const { members, complete } = mergeSlices(slices, count)
+    const { members, complete } = mergeSlices(slices, count, floor)
     return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
   }
 
@@ -228,6 +230,9 @@ const addTo = (list: MemoryList | undefined, members: readonly string[], target:
 
 const bound = (opts: PageOptions): string | undefined =>
   opts.before ? cursorBound(opts.before) : undefined
+
+const floorOf = (opts: PageOptions): string | undefined =>
+  opts.atLeast ? encodeMember(opts.atLeast) : undefined
 
 function removeFrom(list: MemoryList | undefined, target: string | TimelineItem): number {
   if (!list) return 0

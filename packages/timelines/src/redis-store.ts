@@ -21,7 +21,7 @@ import {
   WARMING_T,
 } from './member.ts'
 import type { RedisClient } from './redis-client.ts'
-import { ADD, DROP, FORGET, MATERIALISE, REMOVE, type LuaScript } from './redis-scripts.ts'
+import { ADD, DROP, FORGET, MATERIALISE, REMOVE, SLICES, type LuaScript } from './redis-scripts.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, sliceOf, type Slice } from './slices.ts'
 import { keySlot } from './slot.ts'
@@ -99,9 +99,10 @@ export class RedisTimelineStore implements TimelineStore {
   async page(reader: string, opts: PageOptions): Promise<StorePage | null> {
     const count = pageCount(opts.limit)
     const key = this.#timeline(reader)
-    const { head, slice } = await this.#op('page', () => this.#slice(key, opts, count))
+    const [read] = await this.#op('page', () => this.#slices([key], opts, count))
+    const { head, slice } = read!
     if (!head.ready) return null
-    const { members, complete } = mergeSlices([slice], count)
+    const { members, complete } = mergeSlices([slice], count, floorOf(opts))
     return { items: members.map(decodeMember), complete }
   }
 
@@ -150,16 +151,14 @@ export class RedisTimelineStore implements TimelineStore {
     const count = pageCount(opts.limit)
     const unique = [...new Set(authors)]
     const keys = unique.map((a) => this.#author(a))
-    const read = await this.#op('authorRecent', () =>
-      Promise.all(keys.map((k) => this.#slice(k, opts, count))),
-    )
+    const read = await this.#op('authorRecent', () => this.#slices(keys, opts, count))
     const slices: Slice[] = []
     const missing: string[] = []
     read.forEach(({ head, slice }, i) => {
       if (head.ready) slices.push(slice)
       else missing.push(unique[i]!)
     })
-    const { members, complete } = mergeSlices(slices, count)
+    const { members, complete } = mergeSlices(slices, count, floorOf(opts))
     return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
   }
 
@@ -350,23 +349,36 @@ export class RedisTimelineStore implements TimelineStore {
     }
   }
 
-  /** The list's state and horizon, and `count` items below the cursor, read atomically. */
-  async #slice(
-    key: string,
+  /**
+   * For each list, read atomically: its state and horizon, and `count` items below the cursor
+   * (down to the floor). One script call per node and `batchSize` lists, in key order.
+   */
+  async #slices(
+    keys: readonly string[],
     opts: PageOptions,
     count: number,
-  ): Promise<{ head: Head; slice: Slice }> {
-    const res = await this.#client
-      .multi()
-      .zrange(key, -1, -1)
-      .zrange(key, 0, 0)
-      .zrange(key, lexMax(opts.before), '-', 'BYLEX', 'REV', 'LIMIT', 0, count + 1)
-      .exec()
-    const [state] = reply<string[]>(res, 0)
-    const [lowest] = reply<string[]>(res, 1)
-    const ghost = state === TRUNCATED || state === WARMING_T ? lowest : undefined
-    const ready = state === READY || state === TRUNCATED
-    return { head: { ready, ghost }, slice: sliceOf(reply<string[]>(res, 2), count, ghost) }
+  ): Promise<{ head: Head; slice: Slice }[]> {
+    const args = [count, lexMax(opts.before), floorBound(opts)]
+    const byKey = new Map<string, { head: Head; slice: Slice }>()
+    const chunks = this.#chunks(keys.map((key) => ({ key })))
+    await Promise.all(
+      chunks.map(async (chunk) => {
+        const ks = chunk.map((c) => c.key)
+        const call = (some: readonly string[]) =>
+          this.#eval(SLICES, [some[0]!], [some.length, ...some, ...args]) as Promise<string[][]>
+        let rows: string[][]
+        try {
+          rows = await call(ks)
+        } catch (err) {
+          // A stale slot map put keys of another node in the call: read them one by one.
+          if (!(err instanceof Error && ROUTING_ERROR.test(err.message)) || ks.length === 1)
+            throw err
+          rows = (await Promise.all(ks.map((k) => call([k])))).map((r) => r[0]!)
+        }
+        ks.forEach((k, i) => byKey.set(k, parseSlice(rows[i]!, count)))
+      }),
+    )
+    return keys.map((k) => byKey.get(k)!)
   }
 
   async #warm(op: string, key: string): Promise<void> {
@@ -406,10 +418,27 @@ const PARALLEL = 4
 /** Errors of a multi-key call whose keys turned out not to share a node (or an auto-pipeline). */
 const ROUTING_ERROR = /^(MOVED|ASK|CROSSSLOT|TRYAGAIN)|redirections|non local key|same slot/
 
+const floorOf = (opts: PageOptions): string | undefined =>
+  opts.atLeast ? encodeMember(opts.atLeast) : undefined
+
+/** The low end of a page's range: the floor (inclusive), or the bottom. */
+const floorBound = (opts: PageOptions): string => {
+  const floor = floorOf(opts)
+  return floor === undefined ? '-' : `[${floor}`
+}
+
 function removeArgs(target: string | TimelineItem): string[] {
   if (typeof target !== 'string') return ['m', encodeMember(target)]
   const { post, repost } = feedUriFields(target)
   return ['u', post, repost]
+}
+
+/** A SLICES row: sentinel, lowest member, then the range. */
+function parseSlice(row: readonly string[], count: number): { head: Head; slice: Slice } {
+  const [state, lowest, ...range] = row
+  const ghost = state === TRUNCATED || state === WARMING_T ? lowest : undefined
+  const ready = state === READY || state === TRUNCATED
+  return { head: { ready, ghost }, slice: sliceOf(range, count, ghost) }
 }
 
 /** One reply of a MULTI; a failed transaction or command rejects. */

@@ -24,12 +24,13 @@ export function sliceOf(rows: readonly string[], count: number, ghost: string | 
 
 /**
  * Merges slices into the newest `limit` members. Exact when every slice either filled its count
- * (its top rows are known) or has no horizon, or when the merged page is full and ends above the
- * slice's horizon (nothing unknown can sort into it).
+ * (its top rows are known), has no horizon, was read down to a floor above its horizon, or when
+ * the merged page is full and ends above the slice's horizon (nothing unknown can sort into it).
  */
 export function mergeSlices(
   slices: readonly Slice[],
   limit: number,
+  floor?: string,
 ): { members: string[]; complete: boolean } {
   const all = slices.length === 1 ? slices[0]!.members : slices.flatMap((s) => s.members)
   const sorted = slices.length === 1 ? all : [...new Set(all)].sort(descending)
@@ -39,6 +40,8 @@ export function mergeSlices(
     (s) =>
       s.members.length >= limit ||
       s.ghost === undefined ||
+      // Read down to a floor above the horizon: everything at or above the floor is known.
+      (floor !== undefined && floor > s.ghost) ||
       (members.length === limit && last !== undefined && last > s.ghost),
   )
   return { members, complete }

@@ -23,6 +23,11 @@ export interface PageOptions {
   limit: number
   /** Only items strictly older than this (sortAt, cid) position, as the stock's keyset does. */
   before?: TimeKey
+  /**
+   * Only items at or above this one's position. A merge that already holds `limit` items down to
+   * it needs nothing older, so lists are read (and shipped) only down to there.
+   */
+  atLeast?: TimelineItem
 }
 
 export interface StorePage {
