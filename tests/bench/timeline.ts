@@ -241,8 +241,7 @@ async function main(): Promise<void> {
       // The stock dataplane's server speaks HTTP/1.1 only.
       const client = createDataPlaneClient(new BasicHostList([stock.url]), { httpVersion: '1.1' })
       // One pass first: both sides start with a warm Postgres cache.
-      for (const reader of readers)
-        await client.getTimeline({ actorDid: reader, limit: 50, cursor: '' })
+      await readAll(client, readers)
       results.stock = await sweep('stock', client, readers)
     } finally {
       await stock.stop()
@@ -256,10 +255,7 @@ async function main(): Promise<void> {
       const client = createDataPlaneClient(new BasicHostList([ours.url]), { httpVersion: '2' })
       // Active readers: their timelines materialise on first read (rebuilt in the background).
       const t0 = performance.now()
-      for (let pass = 0; pass < 2; pass++) {
-        for (const reader of readers)
-          await client.getTimeline({ actorDid: reader, limit: 50, cursor: '' })
-      }
+      for (let pass = 0; pass < 2; pass++) await readAll(client, readers)
       log(`warmed ${readers.length} timelines in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
       const metrics = await (await fetch(`${ours.url}/metrics`)).text()
       log(

@@ -191,7 +191,7 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
           const req = { actorDid: did, limit, cursor }
           const [stock, mine] = await Promise.all([
             net.stock.getTimeline(req),
-            ours.getTimeline(req),
+            client.getTimeline(req),
           ])
           const view = (r: typeof stock) => ({
             items: r.items.map((i) => ({ uri: i.uri, repost: i.repost })),
