@@ -68,3 +68,14 @@ export {
   type FileKind,
 } from './files.ts'
 export { ParamError } from './validate.ts'
+export {
+  checkCommitFrame,
+  LocalNetwork,
+  type CheckedCommit,
+  type EmitOptions,
+  type Emitted,
+  type LocalNetworkOptions,
+  type PostOptions,
+} from './emit/index.ts'
+export * from './run/index.ts'
+export * from './report/index.ts'
