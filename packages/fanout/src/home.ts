@@ -51,6 +51,9 @@ export class HomeTimelines {
   #cleanAt = 0
   #readsPausedUntil = 0
   #recovering = false
+  /** When this process last recorded each reader's activity: at most once a minute (or a tenth
+   * of the window), since activity only needs that precision against the window. */
+  #touched = new Map<string, number>()
 
   constructor(
     store: TimelineStore,
@@ -93,7 +96,7 @@ export class HomeTimelines {
       // read only down to the timeline page's oldest item when the page is full (nothing older
       // can make the merged page), which keeps big celebrity merges cheap.
       const [, page, own] = await Promise.all([
-        this.store.touch(reader),
+        this.#touch(reader),
         this.store.page(reader, opts),
         this.store.authorRecent([reader], opts),
       ])
@@ -204,6 +207,15 @@ export class HomeTimelines {
     }
   }
 
+  async #touch(reader: string): Promise<void> {
+    const now = Date.now()
+    const every = Math.min(TOUCH_EVERY_MS, this.#opts.activeWindowMs / 10)
+    if (now - (this.#touched.get(reader) ?? 0) < every) return
+    if (this.#touched.size >= TOUCH_CACHE) this.#touched.clear()
+    await this.store.touch(reader, now)
+    this.#touched.set(reader, now)
+  }
+
   #readFailed(err: TimelineStoreUnavailable): void {
     storeErrors.inc({ op: err.op })
     if (Date.now() >= this.#readsPausedUntil) {
@@ -236,6 +248,9 @@ export class HomeTimelines {
     }
   }
 }
+
+const TOUCH_EVERY_MS = 60_000
+const TOUCH_CACHE = 1_000_000
 
 function miss(reason: string): undefined {
   reads.inc({ path: 'postgres', reason })
