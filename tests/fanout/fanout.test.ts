@@ -91,7 +91,7 @@ describe('fan-out', () => {
     }
     const uris = async (reader: string) =>
       ((await store.page(did(reader), { limit: 100 }))?.items ?? []).map((i) => i.uri)
-    return { graph, store, home, fanout, commit, follow, unfollow, post, activate, uris }
+    return { graph, store, source, home, fanout, commit, follow, unfollow, post, activate, uris }
   }
 
   const metric = async (name: string) => {
@@ -176,5 +176,27 @@ describe('fan-out', () => {
     const [change] = await t.post('hz')
     await t.commit(change)
     expect(await t.store.isMaterialised(did('ha'))).toBe(false)
+  })
+
+  it('fan-out reaches only readers known to have timelines; a restart learns them from the store', async () => {
+    const t = setup()
+    await t.commit(t.follow('ra', 'rz'))
+    await t.activate('ra')
+    // What a restarted process has: the same store and graph, nothing in memory.
+    const home = new HomeTimelines(t.store, t.graph, new Celebrities(t.graph, Infinity), t.source, {
+      activeWindowMs: HOUR,
+    })
+    const fanout = new FanOut(t.graph, home, t.source, { lossyFollowLimit: Infinity })
+    const commit = async (change: Change) => {
+      fanout.onCommitted([change], { source: 'test', cursor: ++seq })
+      await fanout.idle()
+    }
+    const [skipped, p1] = await t.post('rz')
+    await commit(skipped)
+    expect(await t.uris('ra')).not.toContain(p1.uri)
+    await home.loadActive()
+    const [delivered, p2] = await t.post('rz')
+    await commit(delivered)
+    expect(await t.uris('ra')).toContain(p2.uri)
   })
 })

@@ -18,6 +18,7 @@ import {
   createRedisClient,
   MemoryTimelineStore,
   RedisTimelineStore,
+  TimelineStoreUnavailable,
   waitForRedis,
   type TimelineStore,
 } from '@openplane/timelines'
@@ -106,7 +107,15 @@ async function startFanOut(config: Config, db: Db) {
       })
     : undefined
   const fanout = new FanOut(graph, home, source, { lossyFollowLimit: tl.lossyFollowLimit })
-  home?.startMaintenance()
+  if (home) {
+    // Timelines an earlier process left in Redis must keep receiving fan-out; if Redis cannot
+    // say which exist, treat them as stale: they are dropped once it answers.
+    await home.loadActive().catch((err: unknown) => {
+      if (!(err instanceof TimelineStoreUnavailable)) throw err
+      home.writeFailed(err)
+    })
+    home.startMaintenance()
+  }
   return {
     graph,
     home,

@@ -2,7 +2,7 @@
 // the timelines, in commit order, off the indexer's path (the indexer hands a batch over and
 // goes on; a big author's fan-out delays only later fan-out). Graph changes always apply; store
 // writes that fail are recorded so the lists they missed are dropped once the store is back.
-import type { Graph } from '@openplane/graph'
+import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import type { Change, FeedItemValues } from '@openplane/ingest'
 import { childLogger } from '@openplane/telemetry'
 import {
@@ -174,10 +174,15 @@ export class FanOut {
     for (const row of rows) await home.store.fanOut(readers, itemFromFeedRow(row) as TimelineItem)
   }
 
-  /** Followers' DIDs; `lossy`: thinned by the lossy rule (one draw per fan-out, as Bluesky). */
+  /**
+   * DIDs of the followers that may have a timeline (fan-out skips the rest); `lossy`: thinned by
+   * the lossy rule (one draw per fan-out, as Bluesky).
+   */
   #readers(author: string, lossy: boolean): string[] {
     const graph = this.#graph
-    const ids = graph.followers(author).toUint32Array()
+    const active = RoaringBitmap32.and(graph.followers(author), this.#home!.active)
+    const ids = active.toUint32Array()
+    active.clear()
     const limit = this.#opts.lossyFollowLimit
     const draw = lossy && Number.isFinite(limit) ? this.#opts.random() : undefined
     const dids: string[] = []

@@ -3,7 +3,7 @@
 // stock's page rules. Whenever the store cannot answer exactly (list not materialised, page past
 // a trimmed horizon, Redis unreachable, or writes lost while it was), the caller answers from
 // Postgres instead, and cold lists are rebuilt in the background.
-import type { Graph } from '@openplane/graph'
+import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import { childLogger } from '@openplane/telemetry'
 import {
   feedRowFromItem,
@@ -51,6 +51,14 @@ export class HomeTimelines {
   #cleanAt = 0
   #readsPausedUntil = 0
   #recovering = false
+  /**
+   * Ids of readers that may have a timeline in the store (a superset: whatever this process
+   * rebuilt, plus the store's activity index at start and at each hibernation pass). Fan-out
+   * writes only to these, so inactive followers cost nothing.
+   */
+  readonly active = new RoaringBitmap32()
+  /** Readers marked active while the activity index is re-read: the re-read must keep them. */
+  #markedDuringRefresh: number[] | undefined
   /** When this process last recorded each reader's activity: at most once a minute (or a tenth
    * of the window), since activity only needs that precision against the window. */
   #touched = new Map<string, number>()
@@ -68,6 +76,21 @@ export class HomeTimelines {
     this.#source = source
     this.#opts = { retryAfterMs: 1000, ...opts }
     storeHealthy.set(1)
+  }
+
+  /** Reads the store's activity index into `active` (at start; Redis may hold earlier timelines). */
+  async loadActive(): Promise<void> {
+    this.#markedDuringRefresh = []
+    try {
+      const readers = await this.store.activeSince(0)
+      const ids = await this.graph.ids.intern(readers)
+      const next = new RoaringBitmap32(ids)
+      next.addMany(this.#markedDuringRefresh)
+      this.active.clear()
+      this.active.orInPlace(next)
+    } finally {
+      this.#markedDuringRefresh = undefined
+    }
   }
 
   /** Starts hibernation (evicting inactive readers) and recovery after lost writes. */
@@ -128,6 +151,10 @@ export class HomeTimelines {
   /** Rebuilds a reader's timeline from Postgres (no-op while one is under way). */
   async rebuild(reader: string): Promise<void> {
     await this.#refill(this.#rebuilding, reader, 'timeline', async (state) => {
+      // Marked before the list starts collecting, so no fan-out meanwhile passes it by.
+      const [id] = await this.graph.ids.intern([reader])
+      this.active.add(id!)
+      this.#markedDuringRefresh?.push(id!)
       await this.store.startRebuild(reader)
       const rows = await this.#source.followed(reader, this.store.targetLength + 1)
       if (state.tainted) return false
@@ -199,6 +226,8 @@ export class HomeTimelines {
     try {
       const n = await this.store.evictInactive(now - this.#opts.activeWindowMs)
       evicted.inc(n)
+      // Forget the evicted: the index now lists exactly the readers still kept.
+      if (n > 0) await this.loadActive()
       return n
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
