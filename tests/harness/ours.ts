@@ -1,6 +1,7 @@
 // Our dataplane server in-process, reading a given schema. (The e2e tests run it as its own
 // process through the CLI instead; route tests only need the rpc surface.)
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
+import { Graph } from '@openplane/graph'
 import { createIdentity } from '@openplane/identity'
 import { startServer, type DataplaneServer } from '@openplane/server'
 import { PG_URL } from './env.ts'
@@ -15,6 +16,8 @@ export async function startOurServer(opts: {
   schema: string
   plcUrl: string
   pdsUrl: string
+  /** Serve the follow rpcs from the in-memory graph, loaded from the schema as it is now. */
+  graph?: boolean
 }): Promise<OurServer> {
   const db = createPgDb({ url: PG_URL, schema: opts.schema, poolSize: 5 })
   // The schema was made by the stock: adopting it is part of what these tests exercise.
@@ -24,7 +27,12 @@ export async function startOurServer(opts: {
     allowPrivateNetwork: true,
     testHandles: { suffixes: ['.test'], pdsUrl: opts.pdsUrl },
   })
-  const server = await startServer({ host: '127.0.0.1', port: 0, ctx: { db: db.db, identity } })
+  const graph = opts.graph ? (await Graph.loadFromPostgres(db)).graph : undefined
+  const server = await startServer({
+    host: '127.0.0.1',
+    port: 0,
+    ctx: { db: db.db, identity, graph },
+  })
   return {
     server,
     db,

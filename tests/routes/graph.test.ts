@@ -142,6 +142,26 @@ describe('graph and interaction routes', () => {
     await diff.same('getRelationships', { actorDid: alice, targetDids: [] })
   })
 
+  it('with the in-memory graph: GetFollowsFollowing, GetActorFollowsActors, GetRelationships', async () => {
+    const withGraph = await startOurServer({
+      schema: net.schema,
+      plcUrl: net.network.plc.url,
+      pdsUrl: net.network.pds.url,
+      graph: true,
+    })
+    try {
+      const g = differential(net.clientFor(withGraph.server.url), net.stock)
+      const targetDids = [...dids, MISSING_DID, dids[1]!]
+      for (const actorDid of [...dids, MISSING_DID]) {
+        await g.same('getFollowsFollowing', { actorDid, targetDids })
+        await g.same('getActorFollowsActors', { actorDid, targetDids })
+        await g.same('getRelationships', { actorDid, targetDids })
+      }
+    } finally {
+      await withGraph.close()
+    }
+  })
+
   it('GetBlockExistence: every ordered pair, and both orders in one request', async () => {
     const all = [...dids, MISSING_DID]
     const pairs = all.flatMap((a) => all.map((b) => ({ a, b })))

@@ -24,11 +24,12 @@ export interface HomeTimelineReader {
   ): Promise<{ items: FeedItemRow[]; cursor: string } | undefined>
 }
 
+/**
+ * The in-memory follow graph, for which follows exist. (GetFollowsFollowing stays in SQL: its
+ * answer lists dids in the plan's row order, which the AppView's "known followers" shows and a
+ * bitmap cannot reproduce.)
+ */
 export interface FollowGraph {
-  followsFollowing(
-    viewer: string,
-    targets: readonly string[],
-  ): { targetDid: string; dids: string[] }[]
   isFollowing(actor: string, subject: string): boolean
 }
 

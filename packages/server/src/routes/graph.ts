@@ -9,7 +9,6 @@ export default (ctx: RouteContext): Routes => ({
   async getFollowsFollowing(req) {
     const targets = req.targetDids
     if (targets.length === 0) return { results: [] }
-    if (ctx.graph) return { results: ctx.graph.followsFollowing(req.actorDid, targets) }
     const { rows } = await sql<{ ordinal: string; did: string }>`
       select t.ordinal, known."subjectDid" as did
       from unnest(${targets}::varchar[]) with ordinality as t(did, ordinal)

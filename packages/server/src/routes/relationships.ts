@@ -10,7 +10,7 @@ export default (ctx: RouteContext): Routes => ({
   // Only actors the index knows get a relationship; unknown ones answer all-empty.
   async getRelationships(req) {
     if (req.targetDids.length === 0) return { relationships: [] }
-    const rows = await relationshipRows(ctx.db, req.actorDid, [...new Set(req.targetDids)])
+    const rows = await relationshipRows(ctx, req.actorDid, [...new Set(req.targetDids)])
     const byDid = new Map(rows.map((row) => [row.did, row]))
     const relationships = req.targetDids.map((did) => {
       const row = byDid.get(did)
@@ -68,8 +68,17 @@ function listVia(
     join ${sql.table(joinTable)} j on ${on} where ${where})`
 }
 
-function relationshipRows(db: Db, viewer: string, targets: string[]) {
-  return db
+function relationshipRows(ctx: RouteContext, viewer: string, targets: string[]) {
+  // The graph knows which follows exist; Postgres only looks up the uris of those.
+  const graph = ctx.graph
+  const onlyWhere = (follows: (target: string) => boolean, lookup: RawBuilder<string | null>) => {
+    if (!graph) return lookup
+    const which = targets.filter(follows)
+    return which.length
+      ? sql<string | null>`case when actor.did = any(${which}::varchar[]) then ${lookup} end`
+      : sql<string | null>`null::varchar`
+  }
+  return ctx.db
     .selectFrom('actor')
     .where('actor.did', 'in', targets)
     .select([
@@ -91,10 +100,16 @@ function relationshipRows(db: Db, viewer: string, targets: string[]) {
       listVia('list_block', sql`j.creator = actor.did and li."subjectDid" = ${viewer}`).as(
         'blockedByList',
       ),
-      sql<string | null>`(select f.uri from follow f
-        where f.creator = ${viewer} and f."subjectDid" = actor.did)`.as('following'),
-      sql<string | null>`(select f.uri from follow f
-        where f.creator = actor.did and f."subjectDid" = ${viewer})`.as('followedBy'),
+      onlyWhere(
+        (t) => graph!.isFollowing(viewer, t),
+        sql<string | null>`(select f.uri from follow f
+          where f.creator = ${viewer} and f."subjectDid" = actor.did)`,
+      ).as('following'),
+      onlyWhere(
+        (t) => graph!.isFollowing(t, viewer),
+        sql<string | null>`(select f.uri from follow f
+          where f.creator = actor.did and f."subjectDid" = ${viewer})`,
+      ).as('followedBy'),
     ])
     .execute()
 }
