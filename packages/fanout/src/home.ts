@@ -57,6 +57,7 @@ export class HomeTimelines {
    * writes only to these, so inactive followers cost nothing.
    */
   readonly active = new RoaringBitmap32()
+  #activeLoadedAt = 0
   /** Readers marked active while the activity index is re-read: the re-read must keep them. */
   #markedDuringRefresh: number[] | undefined
   /** When this process last recorded each reader's activity: at most once a minute (or a tenth
@@ -88,6 +89,7 @@ export class HomeTimelines {
       next.addMany(this.#markedDuringRefresh)
       this.active.clear()
       this.active.orInPlace(next)
+      this.#activeLoadedAt = Date.now()
     } finally {
       this.#markedDuringRefresh = undefined
     }
@@ -226,8 +228,9 @@ export class HomeTimelines {
     try {
       const n = await this.store.evictInactive(now - this.#opts.activeWindowMs)
       evicted.inc(n)
-      // Forget the evicted: the index now lists exactly the readers still kept.
-      if (n > 0) await this.loadActive()
+      // Forget the evicted now and then (the index lists exactly the readers kept): until then
+      // they only cost fan-out a check each, and re-reading a large index often would cost more.
+      if (n > 0 && now - this.#activeLoadedAt > ACTIVE_RELOAD_MS) await this.loadActive()
       return n
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
@@ -279,6 +282,7 @@ export class HomeTimelines {
 }
 
 const TOUCH_EVERY_MS = 60_000
+const ACTIVE_RELOAD_MS = 3600_000
 const TOUCH_CACHE = 1_000_000
 
 function miss(reason: string): undefined {
