@@ -3,6 +3,8 @@
 // memory per edge, and GetFollowsFollowing latency from the graph vs the stock's SQL on the same
 // data. Not part of CI.
 //   BENCH_USERS (default 100000), BENCH_SEED (default 1), BENCH_KEEP_SCHEMA=1, OPENPLANE_TEST_PG_URL
+//   BENCH_SCHEMA=<schema>: measure a userbase the toolkit loaded there (`pnpm sim load-userbase`;
+//     user r is the r-th most followed) instead of generating one; the schema is kept.
 //
 // The graph: the user of rank r gets min(N-1, round(5N/r)) followers drawn at random; a few heavy
 // viewers also follow HEAVY_FOLLOWS random users on top.
@@ -11,6 +13,7 @@ import { performance } from 'node:perf_hooks'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { ActorIds, Graph } from '@openplane/graph'
 import { sql } from 'kysely'
+import { didFor, idForDid } from '@openplane/sim'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000)
@@ -140,6 +143,24 @@ function makeDids(n: number, rand: () => number): string[] {
     for (let i = 0; i < 24; i++) s += BASE32[Math.floor(rand() * 32)]
     return s
   })
+}
+
+/**
+ * A toolkit-loaded userbase: users by rank (`didFor`), its follow count, and as heavy viewers
+ * the users following the most accounts outside the top targets.
+ */
+async function fromToolkit(db: Db): Promise<Generated> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM follow`.execute(db.db)
+  const dids = Array.from({ length: USERS }, (_, i) => didFor(i + 1))
+  const { rows: top } = await sql<{ creator: string }>`
+    SELECT creator FROM follow GROUP BY creator ORDER BY count(*) DESC LIMIT ${HEAVY_VIEWERS + TOP_TARGETS}
+  `.execute(db.db)
+  const heavy = top
+    .map((r) => idForDid(r.creator, USERS))
+    .filter((id): id is number => id !== undefined && id > TOP_TARGETS)
+    .slice(0, HEAVY_VIEWERS)
+    .map((id) => id - 1)
+  return { dids, follows: Number(rows[0]?.n), heavy }
 }
 
 interface Generated {
@@ -361,14 +382,17 @@ function latencyRows(label: string, l: Latencies): string[] {
 
 async function main(): Promise<void> {
   const rand = random(SEED)
-  const schema = uniqueName('bench_graph')
+  const loaded = process.env.BENCH_SCHEMA
+  const schema = loaded ?? uniqueName('bench_graph')
   const db = createPgDb({ url: PG_URL, schema, poolSize: 4 })
   try {
     await migrateToLatest(db)
     log(`schema ${schema}; ${USERS} users, follower density ${DENSITY}, seed ${SEED}`)
 
     const indexesBefore = await followIndexes(db)
-    const [gen, genMs] = await timed(() => withoutIndexes(db, () => generate(db, rand)))
+    const [gen, genMs] = await timed(() =>
+      loaded ? fromToolkit(db) : withoutIndexes(db, () => generate(db, rand)),
+    )
     if ((await followIndexes(db)) !== indexesBefore) throw new Error('follow indexes changed')
     // What autovacuum does after a bulk insert anyway (PG 13+ vacuums on inserts too): statistics
     // for the stock query's plans, and the visibility map that lets index-only scans skip the heap.
@@ -485,7 +509,7 @@ async function main(): Promise<void> {
     for (const line of latencyRows(`${TYPICAL_VIEWERS} typical viewers`, typ)) console.log(line)
     for (const line of latencyRows(`${HEAVY_VIEWERS} heavy viewers`, hvy)) console.log(line)
   } finally {
-    if (!process.env.BENCH_KEEP_SCHEMA) {
+    if (!process.env.BENCH_KEEP_SCHEMA && !process.env.BENCH_SCHEMA) {
       await sql`DROP SCHEMA IF EXISTS ${sql.id(schema)} CASCADE`.execute(db.db)
     }
     await db.close()
