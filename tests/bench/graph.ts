@@ -14,6 +14,7 @@ import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { ActorIds, Graph } from '@openplane/graph'
 import { sql } from 'kysely'
 import { didFor, idForDid } from '@openplane/sim'
+import { random, stockFollowsFollowing } from '../graph/fixture.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 
 const USERS = Number(process.env.BENCH_USERS ?? 100_000)
@@ -28,18 +29,6 @@ const INSERT_ROWS = 10_000
 const log = (...a: unknown[]) => console.log('[bench:graph]', ...a)
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
-
-/** mulberry32: a seeded PRNG, so every run generates the same graph. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
-}
 
 async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
   const start = performance.now()
@@ -302,21 +291,6 @@ async function followIndexes(db: Db): Promise<string> {
 // ---------------------------------------------------------------------------------------------
 // GetFollowsFollowing: the graph vs the stock's per-target query.
 
-/** The stock dataplane's query for one target (routes/follows.ts), built as it builds it. */
-async function stockQuery(db: Db, viewer: string, target: string): Promise<string[]> {
-  const rows = await db.db
-    .selectFrom('follow')
-    .where('follow.creator', '=', viewer)
-    .where(
-      'follow.subjectDid',
-      'in',
-      db.db.selectFrom('follow').where('follow.subjectDid', '=', target).select(['creator']),
-    )
-    .select(['subjectDid'])
-    .execute()
-  return rows.map((r) => r.subjectDid)
-}
-
 interface Latencies {
   graph: number[]
   sql: number[]
@@ -351,7 +325,7 @@ async function followsFollowing(
       const [ours] = graph.followsFollowing(viewer, [target])
       out.graph.push(performance.now() - t0)
       const t1 = performance.now()
-      const stock = await stockQuery(db, viewer, target)
+      const stock = await stockFollowsFollowing(db, viewer, target)
       out.sql.push(performance.now() - t1)
       const a = [...(ours?.dids ?? [])].sort()
       const b = stock.sort()

@@ -3,30 +3,14 @@
 // stock indexer (RepoSubscription) on that firehose, as the stock deployment does.
 // Env: DB_POSTGRES_URL, DB_POSTGRES_SCHEMA, PORT, DB_POOL_SIZE (default 10, the stock's default);
 // FIREHOSE_URL (ws://…), PLC_URL, PDS_URL (answers /.well-known/atproto-did by Host header).
-import http from 'node:http'
 import { Database, DataPlaneServer, RepoSubscription } from '@atproto/bsky'
 import { IdResolver } from '@atproto/identity'
+import { wellKnown } from '../harness/well-known.ts'
 
 const env = (name: string): string => {
   const v = process.env[name]
   if (!v) throw new Error(`${name} is required`)
   return v
-}
-
-/** Handle → DID through a PDS's well-known endpoint (simulated handles have no DNS). */
-function wellKnown(pdsUrl: string, handle: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const req = http.get(
-      `${pdsUrl}/.well-known/atproto-did`,
-      { headers: { host: handle } },
-      (res) => {
-        let body = ''
-        res.on('data', (d: Buffer) => (body += d.toString()))
-        res.on('end', () => resolve(res.statusCode === 200 ? body.trim() : undefined))
-      },
-    )
-    req.on('error', () => resolve(undefined))
-  })
 }
 
 const dbOpts = { url: env('DB_POSTGRES_URL'), schema: env('DB_POSTGRES_SCHEMA') }

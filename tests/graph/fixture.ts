@@ -39,16 +39,26 @@ export function schemas(): Schemas {
   }
 }
 
-/** A seeded PRNG (mulberry32): the same graph on every run. */
-export function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32
-  }
+/** A seeded PRNG: the same graph on every run. */
+export { seededRandom as random } from '@openplane/timelines'
+
+/** The stock dataplane's GetFollowsFollowing query for one target, as it builds it. */
+export async function stockFollowsFollowing(
+  db: Db,
+  viewer: string,
+  target: string,
+): Promise<string[]> {
+  const rows = await db.db
+    .selectFrom('follow')
+    .where('follow.creator', '=', viewer)
+    .where(
+      'follow.subjectDid',
+      'in',
+      db.db.selectFrom('follow').where('follow.subjectDid', '=', target).select(['creator']),
+    )
+    .select(['subjectDid'])
+    .execute()
+  return rows.map((r) => r.subjectDid)
 }
 
 export const didOf = (i: number): string => `did:plc:graph${String(i).padStart(19, '0')}`

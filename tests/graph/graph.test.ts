@@ -1,9 +1,16 @@
 // The in-memory graph against the stock `follow` table: edits, counts, GetFollowsFollowing equal to
 // the stock's own query, and a load from Postgres equal to the same graph built edge by edge.
-import type { Db } from '@openplane/db'
 import { Graph } from '@openplane/graph'
 import { afterAll, describe, expect, it } from 'vitest'
-import { deleteFollows, didOf, insertFollows, random, randomFollows, schemas } from './fixture.ts'
+import {
+  deleteFollows,
+  didOf,
+  insertFollows,
+  random,
+  randomFollows,
+  schemas,
+  stockFollowsFollowing,
+} from './fixture.ts'
 
 const pg = schemas()
 afterAll(() => pg.dropAll())
@@ -18,21 +25,6 @@ function adjacency(graph: Graph, dids: readonly string[]) {
     following: graph.didsOf(graph.following(did)).sort(),
     followers: graph.didsOf(graph.followers(did)).sort(),
   }))
-}
-
-/** The stock dataplane's GetFollowsFollowing query for one target, as it builds it. */
-async function stockFollowsFollowing(db: Db, viewer: string, target: string): Promise<string[]> {
-  const rows = await db.db
-    .selectFrom('follow')
-    .where('follow.creator', '=', viewer)
-    .where(
-      'follow.subjectDid',
-      'in',
-      db.db.selectFrom('follow').where('follow.subjectDid', '=', target).select(['creator']),
-    )
-    .select(['subjectDid'])
-    .execute()
-  return rows.map((r) => r.subjectDid)
 }
 
 describe('Graph', () => {

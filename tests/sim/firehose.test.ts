@@ -5,7 +5,6 @@
 // are checked against @atproto/repo (signature, proofs, inversion to prevData), including the
 // tree shapes where an untouched neighbour node must travel with the commit.
 import { createHash } from 'node:crypto'
-import http from 'node:http'
 import { createPromiseClient } from '@connectrpc/connect'
 import { createGrpcTransport } from '@connectrpc/connect-node'
 import { Database, DataPlaneServer, RepoSubscription } from '@atproto/bsky'
@@ -37,6 +36,7 @@ import {
 } from '../../packages/sim/src/emit/repos.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { startIndexerOn, type OurIndexer } from '../harness/indexer.ts'
+import { wellKnown } from '../harness/well-known.ts'
 import { freePort } from '../harness/processes.ts'
 
 const USERS = 30
@@ -109,22 +109,6 @@ function carBlocks(car: Uint8Array): { cid: Uint8Array; bytes: Uint8Array }[] {
     pos = end
   }
   return blocks
-}
-
-/** Handle → DID through the PDS's /.well-known/atproto-did, chosen by Host (as dev-env does). */
-function wellKnown(pdsUrl: string, handle: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const req = http.get(
-      `${pdsUrl}/.well-known/atproto-did`,
-      { headers: { host: handle } },
-      (res) => {
-        let body = ''
-        res.on('data', (d: Buffer) => (body += d.toString()))
-        res.on('end', () => resolve(res.statusCode === 200 ? body.trim() : undefined))
-      },
-    )
-    req.on('error', () => resolve(undefined))
-  })
 }
 
 describe('repo commits', () => {

@@ -5,12 +5,7 @@
 import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import type { Change, FeedItemValues } from '@openplane/ingest'
 import { childLogger } from '@openplane/telemetry'
-import {
-  itemFromFeedRow,
-  lossyKeep,
-  TimelineStoreUnavailable,
-  type TimelineItem,
-} from '@openplane/timelines'
+import { itemFromFeedRow, lossyKeep, TimelineStoreUnavailable } from '@openplane/timelines'
 import type { HomeTimelines } from './home.ts'
 import {
   fanoutItems,
@@ -171,7 +166,7 @@ export class FanOut {
     const home = this.#home!
     const rows = await this.#source.byAuthor(author, home.store.targetLength)
     const readers = this.#readers(author, false)
-    for (const row of rows) await home.store.fanOut(readers, itemFromFeedRow(row) as TimelineItem)
+    for (const row of rows) await home.store.fanOut(readers, itemFromFeedRow(row))
   }
 
   /**
