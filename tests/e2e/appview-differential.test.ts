@@ -3,7 +3,13 @@
 // answers, after the same user actions went through a real PDS and each side indexed its firehose.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
-import { spawnAppView, spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
+import {
+  appViewEnvFor,
+  spawnAppView,
+  spawnDataplane,
+  waitForSeq,
+  type Child,
+} from '../harness/processes.ts'
 import { playScenario } from '../harness/scenario.ts'
 import { dropSchemas, startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
 
@@ -25,15 +31,7 @@ describe('stock AppView: our dataplane vs the stock dataplane', () => {
       plcUrl: network.plc.url,
       pdsUrl: network.pds.url,
     })
-    appview = await spawnAppView({
-      dataplaneUrl: dataplane.url,
-      httpVersion: '2',
-      plcUrl: network.plc.url,
-      pdsUrl: network.pds.url,
-      serverDid: network.bsky.serverDid,
-      bsyncUrl: network.bsync.url,
-      modServiceDid: network.ozone.ctx.cfg.service.did,
-    })
+    appview = await spawnAppView(appViewEnvFor(network, dataplane.url))
     ;({ dids } = await playScenario(network, net.sc))
     await network.processAll()
     await waitForSeq(dataplane.url, (await network.pds.ctx.sequencer.curr()) ?? 0)

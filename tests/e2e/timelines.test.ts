@@ -7,7 +7,13 @@
 import type { SeedClient, TestNetwork } from '@atproto/dev-env'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
-import { spawnAppView, spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
+import {
+  appViewEnvFor,
+  spawnAppView,
+  spawnDataplane,
+  waitForSeq,
+  type Child,
+} from '../harness/processes.ts'
 import {
   startRedisCluster,
   startRedisServer,
@@ -82,15 +88,7 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
       },
     })
     onCluster = net.clientFor(clustered.url)
-    appview = await spawnAppView({
-      dataplaneUrl: dataplane.url,
-      httpVersion: '2',
-      plcUrl: network.plc.url,
-      pdsUrl: network.pds.url,
-      serverDid: network.bsky.serverDid,
-      bsyncUrl: network.bsync.url,
-      modServiceDid: network.ozone.ctx.cfg.service.did,
-    })
+    appview = await spawnAppView(appViewEnvFor(network, dataplane.url))
     const sc = net.sc
     for (const name of USERS) u[name] = await createUser(sc, HANDLES[name])
     // The celebrity: followed by five (threshold 4); the hyper-follower follows everyone.

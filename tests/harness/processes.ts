@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import net from 'node:net'
 import path from 'node:path'
+import type { TestNetwork } from '@atproto/dev-env'
 
 const root = path.resolve(import.meta.dirname, '../..')
 
@@ -111,6 +112,19 @@ export interface AppViewEnv {
   serverDid: string
   bsyncUrl: string
   modServiceDid: string
+}
+
+/** A second stock AppView like the dev-env network's, on another dataplane, over HTTP/2. */
+export function appViewEnvFor(network: TestNetwork, dataplaneUrl: string): AppViewEnv {
+  return {
+    dataplaneUrl,
+    httpVersion: '2',
+    plcUrl: network.plc.url,
+    pdsUrl: network.pds.url,
+    serverDid: network.bsky.serverDid,
+    bsyncUrl: network.bsync.url,
+    modServiceDid: network.ozone.ctx.cfg.service.did,
+  }
 }
 
 /** The dev-env AppView's fixed signing key, so dev-env service tokens verify here too. */
