@@ -52,6 +52,8 @@ export async function commitFrame(
   did: string,
   ops: CraftOp[],
   time = new Date().toISOString(),
+  /** A TID rev, as real commits carry (the stock's lexicon check wants one); default `rev<seq>`. */
+  rev = `rev${seq}`,
 ) {
   const blocks: { cid: { bytes: Uint8Array }; bytes: Uint8Array }[] = []
   const wireOps: Lex[] = []
@@ -65,7 +67,7 @@ export async function commitFrame(
     if (!op.omitBlock) blocks.push({ cid, bytes })
     wireOps.push({ action: op.action, path: `${op.collection}/${op.rkey}`, cid } as unknown as Lex)
   }
-  const commitObj = { did, version: 3, rev: `rev${seq}`, prev: null, data: { seq } }
+  const commitObj = { did, version: 3, rev, prev: null, data: { seq } }
   const commitCid = await cidForLex(commitObj as Lex)
   blocks.push({ cid: commitCid, bytes: encode(commitObj as Lex) })
   return frame({ op: 1, t: '#commit' }, {
@@ -74,7 +76,7 @@ export async function commitFrame(
     tooBig: false,
     repo: did,
     commit: commitCid,
-    rev: `rev${seq}`,
+    rev,
     since: null,
     blocks: car(commitCid, blocks),
     ops: wireOps,
