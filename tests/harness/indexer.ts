@@ -106,7 +106,10 @@ const selectAll = (schema: string, table: string): string =>
   table === 'profile'
     ? `select t.*, (r.json::jsonb -> 'createdAt') is null as "createdAtFromClock"
        from "${schema}".profile t left join "${schema}".record r on r.uri = t.uri`
-    : `select * from "${schema}"."${table}"`
+    : table === 'record'
+      ? // site.standard.* records: kept by openplane, not by the stock (a documented departure).
+        `select * from "${schema}".record where uri not like 'at://%/site.standard.%'`
+      : `select * from "${schema}"."${table}"`
 
 function normalizeRow(table: string, r: Row): string {
   for (const col of IGNORED[table] ?? []) delete r[col]

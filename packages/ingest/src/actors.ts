@@ -2,6 +2,7 @@
 // status, and the removal of a deleted account's whole index.
 import { sql, type Kysely, type Selectable } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
+import type { Counter } from '@openplane/plugins'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -58,12 +59,10 @@ export async function setUpstreamStatus(
   await db.updateTable('actor').set({ upstreamStatus }).where('did', '=', did).execute()
 }
 
-// Like the stock, a deleted account's rows go without counter recounts on other actors' rows.
+// The stock's unindexActor: every table of the account's own records; `quote` and `feed_item`
+// rows stay, as they do in the stock.
 const BY_CREATOR = [
   'profile',
-  'follow',
-  'repost',
-  'like',
   'feed_generator',
   'labeler',
   'list_item',
@@ -80,25 +79,47 @@ const EMBEDS = [
   'post_embed_gallery_image',
 ] as const
 
-/** Returns the follows it removed, for the stores that follow the graph. */
-export async function deleteAccount(
-  db: Db,
-  did: string,
-): Promise<Selectable<DatabaseSchema['follow']>[]> {
+export interface DeletedAccount {
+  /** The follows it removed, for the stores that follow the graph. */
+  follows: Selectable<DatabaseSchema['follow']>[]
+  /**
+   * What the removed rows had added to counters, taken off again: the stock leaves those counts
+   * stale until something recounts them; here they stay equal to the rows.
+   */
+  counters: Counter[]
+}
+
+/** Removes a deleted account's index in one statement per table. */
+export async function deleteAccount(db: Db, did: string): Promise<DeletedAccount> {
+  const counters = new Tally()
   await db.deleteFrom('actor').where('did', '=', did).execute()
-  let follows: Selectable<DatabaseSchema['follow']>[] = []
-  for (const table of BY_CREATOR) {
-    if (table === 'follow') {
-      follows = await db.deleteFrom('follow').where('creator', '=', did).returningAll().execute()
-      continue
-    }
-    await db.deleteFrom(table).where('creator', '=', did).execute()
+  const follows = await db.deleteFrom('follow').where('creator', '=', did).returningAll().execute()
+  for (const f of follows) {
+    counters.add('profile_agg', f.subjectDid, 'followersCount')
+    counters.add('profile_agg', did, 'followsCount')
   }
+  const likes = await db.deleteFrom('like').where('creator', '=', did).returning('subject').execute()
+  for (const l of likes) counters.add('post_agg', l.subject, 'likeCount')
+  const reposts = await db
+    .deleteFrom('repost')
+    .where('creator', '=', did)
+    .returning('subject')
+    .execute()
+  for (const r of reposts) counters.add('post_agg', r.subject, 'repostCount')
+  for (const table of BY_CREATOR) await db.deleteFrom(table).where('creator', '=', did).execute()
   const posts = db.selectFrom('post').where('post.creator', '=', did).select('post.uri')
   for (const table of EMBEDS) {
     await db.deleteFrom(table).where('postUri', 'in', posts).execute()
   }
-  await db.deleteFrom('post').where('creator', '=', did).execute()
+  const gone = await db
+    .deleteFrom('post')
+    .where('creator', '=', did)
+    .returning(['replyParent', 'violatesThreadGate'])
+    .execute()
+  for (const p of gone) {
+    counters.add('profile_agg', did, 'postsCount')
+    if (p.replyParent && !p.violatesThreadGate) counters.add('post_agg', p.replyParent, 'replyCount')
+  }
   await db.deleteFrom('thread_gate').where('creator', '=', did).execute()
   await db.deleteFrom('post_gate').where('creator', '=', did).execute()
   await db.deleteFrom('notification').where('author', '=', did).execute()
@@ -108,7 +129,23 @@ export async function deleteAccount(
     .execute()
   await db.deleteFrom('record').where('did', '=', did).execute()
   await db.deleteFrom('notification').where('did', '=', did).execute()
-  return follows
+  return { follows, counters: counters.decrements() }
+}
+
+/** Removed rows per counter key. */
+class Tally {
+  private readonly counts = new Map<string, Counter>()
+
+  add(table: Counter['table'], key: string, column: Counter['column']): void {
+    const id = `${table} ${column} ${key}`
+    const c = this.counts.get(id)
+    if (c) c.delta--
+    else this.counts.set(id, { table, key, column, delta: -1 } as Counter)
+  }
+
+  decrements(): Counter[] {
+    return [...this.counts.values()]
+  }
 }
 
 /** actor_sync: the last commit seen per repo (read by GetLatestRev). */

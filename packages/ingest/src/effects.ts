@@ -20,11 +20,7 @@ export class CounterBuffer {
     for (const c of counters ?? []) {
       const id = `${c.table}\u0000${c.column}\u0000${c.key}`
       const prev = this.deltas.get(id)
-      // An absolute value (recount) replaces whatever was summed before it.
-      this.deltas.set(
-        id,
-        prev && !c.set ? ({ ...prev, delta: prev.delta + c.delta } as Counter) : { ...c },
-      )
+      this.deltas.set(id, prev ? ({ ...prev, delta: prev.delta + c.delta } as Counter) : { ...c })
     }
   }
 
@@ -32,20 +28,19 @@ export class CounterBuffer {
   async flush(db: Db): Promise<void> {
     const groups = new Map<string, Counter[]>()
     for (const c of this.deltas.values()) {
-      const g = `${c.table}.${c.column}.${c.set ? 'set' : 'add'}`
+      const g = `${c.table}.${c.column}`
       groups.set(g, [...(groups.get(g) ?? []), c])
     }
     this.deltas.clear()
     for (const list of groups.values()) {
-      const { table, column, set } = list[0]!
+      const { table, column } = list[0]!
       const keyCol = table === 'post_agg' ? 'uri' : 'did'
       const col = sql.ref(column)
       const rows = sql.join(list.map((c) => sql`(${c.key}, ${c.delta}::bigint)`))
-      const value = set ? sql`excluded.${col}` : sql`${sql.table(table)}.${col} + excluded.${col}`
       await sql`
         insert into ${sql.table(table)} (${sql.ref(keyCol)}, ${col}) values ${rows}
         on conflict (${sql.ref(keyCol)})
-        do update set ${col} = ${value}
+        do update set ${col} = ${sql.table(table)}.${col} + excluded.${col}
       `.execute(db)
     }
   }
@@ -59,9 +54,6 @@ export async function applyRows(
   const list = rows ?? []
   for (let i = 0; i < list.length; i++) {
     const row = list[i]!
-    if (changes && row.table === 'feed_item' && row.kind === 'insert') {
-      changes.add({ table: 'feed_item', op: 'insert', row: row.values as FeedItemValues })
-    }
     if (row.kind === 'insert' && !row.onConflict) {
       // Adjacent "insert, leave existing rows alone" writes to one table go out as one statement.
       const values: unknown[] = [row.values]
@@ -69,16 +61,20 @@ export async function applyRows(
         const next = list[i + 1]
         if (next?.kind !== 'insert' || next.onConflict || next.table !== row.table) break
         values.push(next.values)
-        if (changes && next.table === 'feed_item') {
-          changes.add({ table: 'feed_item', op: 'insert', row: next.values as FeedItemValues })
-        }
         i++
       }
-      await db
+      const q = db
         .insertInto(row.table)
         .values(values as never)
         .onConflict((b) => b.doNothing())
-        .execute()
+      if (changes && row.table === 'feed_item') {
+        // Only items really written are fanned out: one that outlived its post (an account
+        // deletion leaves feed items) keeps its place, and the new one is not written.
+        const added = (await q.returningAll().execute()) as FeedItemValues[]
+        for (const item of added) changes.add({ table: 'feed_item', op: 'insert', row: item })
+      } else {
+        await q.execute()
+      }
     } else if (row.kind === 'insert') {
       const q = db.insertInto(row.table).values(row.values as never)
       const oc = row.onConflict
@@ -131,6 +127,11 @@ export class NotificationBuffer {
       this.pending = this.pending.filter((n) => !gone.has(n.recordUri))
     }
     if (add?.length) this.pending.push(...add)
+  }
+
+  /** Drops buffered notifications by or to an account (its deletion removed the stored ones). */
+  dropInvolving(did: string): void {
+    this.pending = this.pending.filter((n) => n.did !== did && n.author !== did)
   }
 
   async flush(db: Db): Promise<void> {

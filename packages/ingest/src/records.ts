@@ -99,12 +99,16 @@ export async function updateRecord(
   ref: RecordRef,
   rec: unknown,
 ): Promise<void> {
-  await ctx.db
+  const updated = await ctx.db
     .updateTable('record')
     .where('uri', '=', ref.uri)
     .set({ cid: ref.cid, json: lexStringify(rec as LexValue), indexedAt: ref.indexedAt })
-    .execute()
-  if (!plugin.table) return
+    .executeTakeFirst()
+  // A record-only collection has no index to replace; an update of one never seen is a create.
+  if (!plugin.table) {
+    if (!updated.numUpdatedRows) await createRecord(ctx, plugin, ref, rec)
+    return
+  }
   const dup = await plugin.findDuplicate?.(ctx.db, ref, rec)
   if (dup) {
     await ctx.db

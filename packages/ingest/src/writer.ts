@@ -213,9 +213,13 @@ export class Writer {
         await this.flushRun(ctx)
         if (!evt.active && evt.status === 'deleted') {
           if (prepared.deletions.has(index)) {
-            for (const row of await deleteAccount(tx, evt.did)) {
+            const deleted = await deleteAccount(tx, evt.did)
+            for (const row of deleted.follows) {
               ctx.changes.add({ table: 'follow', op: 'delete', row })
             }
+            ctx.counters.add(deleted.counters)
+            // Notifications of this batch not written yet go the way of the stored ones.
+            ctx.notifications.dropInvolving(evt.did)
           }
         } else {
           try {
@@ -312,39 +316,52 @@ export class Writer {
             .execute()
       ).map((a) => [a.did, a]),
     )
-    const wanted: { index: number; did: string; force: boolean }[] = []
+    // An account event says "deleted"; it is applied only if the PDS no longer has the repo.
     const deletions = new Set<number>()
-    const planned = new Map<string, { handle: string | null; indexedAt: string }>()
     for (const [index, evt] of batch.entries()) {
-      if (!relevant(evt)) continue
-      if (evt.type === 'account') {
-        if (!evt.active && evt.status === 'deleted') deletions.add(index)
-        continue
-      }
-      const current = planned.get(evt.did) ?? actors.get(evt.did)
-      if (evt.type === 'identity' || needsHandleReindex(current, evt.time)) {
-        wanted.push({ index, did: evt.did, force: evt.type === 'identity' })
-        planned.set(evt.did, { handle: current?.handle ?? null, indexedAt: evt.time })
-      }
+      if (evt.type !== 'account' || evt.active || evt.status !== 'deleted') continue
+      if (!(await this.deps.isHosted(evt.did).catch(() => true))) deletions.add(index)
     }
+    // Which events re-check a handle depends on the outcome of earlier checks (an invalid handle
+    // is re-checked hourly, a valid one daily), so plan in rounds: each round resolves, all at
+    // once, the first unresolved check of each actor, until the plan needs no more.
+    const outcomes = new Map<number, string | null | undefined>()
     const handles = new Map<number, { did: string; handle: string | null }>()
-    const resolved = new Map<string, Promise<string | null | undefined>>()
-    await Promise.all(
-      wanted.map(async ({ index, did, force }) => {
-        const key = `${did} ${force}`
-        if (!resolved.has(key)) {
-          resolved.set(
-            key,
-            this.deps.resolveHandle(did, force).catch(() => undefined),
-          )
+    for (;;) {
+      handles.clear()
+      // null: the actor row is gone (its account was deleted earlier in the batch).
+      const planned = new Map<string, { handle: string | null; indexedAt: string } | null>()
+      const blocked = new Set<string>()
+      const wanted: { index: number; did: string; force: boolean }[] = []
+      for (const [index, evt] of batch.entries()) {
+        if (deletions.has(index)) planned.set(evt.did, null)
+        if (!relevant(evt) || evt.type === 'account' || blocked.has(evt.did)) continue
+        const current = planned.has(evt.did)
+          ? (planned.get(evt.did) ?? undefined)
+          : actors.get(evt.did)
+        if (evt.type !== 'identity' && !needsHandleReindex(current, evt.time)) continue
+        if (!outcomes.has(index)) {
+          wanted.push({ index, did: evt.did, force: evt.type === 'identity' })
+          blocked.add(evt.did)
+          continue
         }
-        const handle = await resolved.get(key)!
-        if (handle !== undefined) handles.set(index, { did, handle })
-      }),
-    )
-    for (const index of deletions) {
-      const hosted = await this.deps.isHosted(batch[index]!.did).catch(() => true)
-      if (hosted) deletions.delete(index)
+        const handle = outcomes.get(index)
+        // An unresolvable actor is left as it is, as the stock's failed lookup leaves it.
+        if (handle === undefined) continue
+        handles.set(index, { did: evt.did, handle })
+        planned.set(evt.did, { handle, indexedAt: evt.time })
+        // A verified handle is taken from whoever held it (setHandle): they now have none.
+        if (handle === null) continue
+        for (const [did, a] of [...actors, ...planned]) {
+          if (did !== evt.did && a?.handle === handle) planned.set(did, { ...a, handle: null })
+        }
+      }
+      if (!wanted.length) break
+      await Promise.all(
+        wanted.map(async ({ index, did, force }) => {
+          outcomes.set(index, await this.deps.resolveHandle(did, force).catch(() => undefined))
+        }),
+      )
     }
     return { handles, deletions }
   }

@@ -35,12 +35,8 @@ export type Counter = (
       column: 'followersCount' | 'followsCount' | 'postsCount'
     }
 ) & {
+  /** Change of the count; a zero still creates the row, as the stock's recount would. */
   delta: number
-  /**
-   * `delta` is the absolute value, replacing the stored and buffered ones: for counts the stock
-   * recounts over rows that also vanish without a recount (quotes of a deleted post).
-   */
-  set?: boolean
 }
 
 export type RowInsert = {

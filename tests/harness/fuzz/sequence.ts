@@ -5,6 +5,7 @@
 // sequence into concrete records, `worlds()` into the identity state the network shows at
 // each point.
 import { cidForLex } from '@atproto/lex-cbor'
+import { jsonToLex } from '@atproto/lex-json'
 
 export const ACCOUNTS = ['A', 'B', 'C', 'D', 'E', 'F'] as const
 export type Account = (typeof ACCOUNTS)[number]
@@ -221,12 +222,9 @@ async function strongRef(ref: Ref, cids: Map<string, string>, stale?: boolean) {
   return { uri, cid }
 }
 
-const blob = (cid: string) => ({
-  $type: 'blob',
-  ref: { $link: cid },
-  mimeType: 'image/jpeg',
-  size: 1000,
-})
+/** A blob as it decodes from CBOR: its ref is a CID, not a `$link` map. */
+const blob = (cid: string, mimeType = 'image/jpeg') =>
+  jsonToLex({ $type: 'blob', ref: { $link: cid }, mimeType, size: 1000 })
 
 function subjectDid(p: Params): string {
   const s = p.subject ?? 'A'
@@ -332,7 +330,7 @@ async function build(
       return {
         $type,
         version: '1.0.0',
-        currentKey: { $bytes: 'AAAA' },
+        currentKey: jsonToLex({ $bytes: 'AAAA' }),
         messageMe: { showButtonTo: 'everyone', messageMeUrl: 'https://germ.test/m' },
       }
     case 'notifdecl':
@@ -357,11 +355,18 @@ function mediaEmbed(media: NonNullable<Params['media']>): Record<string, unknown
         external: { uri: 'https://example.test/a', title: 'A', description: 'An external' },
       }
     case 'video':
-      return { $type: 'app.bsky.embed.video', video: { ...blob(IMAGE_CID), mimeType: 'video/mp4' } }
+      return { $type: 'app.bsky.embed.video', video: blob(IMAGE_CID, 'video/mp4') }
     case 'gallery':
       return {
         $type: 'app.bsky.embed.gallery',
-        items: [{ $type: 'app.bsky.embed.gallery#image', image: blob(IMAGE_CID), alt: 'g' }],
+        items: [
+          {
+            $type: 'app.bsky.embed.gallery#image',
+            image: blob(IMAGE_CID),
+            alt: 'g',
+            aspectRatio: { width: 4, height: 3 },
+          },
+        ],
       }
   }
 }

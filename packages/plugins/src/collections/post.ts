@@ -81,7 +81,16 @@ export const post: RecordPlugin<Post, 'post'> = {
     rows.push(...embedRows(row, rec))
     const quoted = quotedPost(rec)
     const counters = postCounters(row, 1)
-    if (quoted) counters.push(await quoteCount(db, quoted, row.uri, 1))
+    if (quoted) {
+      // The quote row is inserted unless one with this uri outlived its post (an account
+      // deletion leaves quote rows, as the stock does): then the old row stays and counts.
+      const kept = await db
+        .selectFrom('quote')
+        .where('uri', '=', row.uri)
+        .select('uri')
+        .executeTakeFirst()
+      counters.push(quoteDelta(quoted.uri, kept ? 0 : 1))
+    }
     return { rows, counters, notifications: await notificationsFor(db, row, rec) }
   },
 
@@ -102,16 +111,13 @@ export const post: RecordPlugin<Post, 'post'> = {
         where: { uri: row.uri },
         set: { deletedAt: new Date().toISOString() },
       },
-      // Quotes *of* this post go with it (their counts are left as they are, as in the stock).
+      // Quotes *of* this post go with it, and with them its quote count.
       { kind: 'delete', table: 'quote', where: { subject: row.uri } },
       ...embedDeletes(row.uri, quoted),
     ]
-    const counters = postCounters(row, -1)
-    if (embedded && quoted) {
-      counters.push(
-        await quoteCount(db, { uri: embedded.embedUri, cid: embedded.embedCid }, row.uri, 0),
-      )
-    }
+    const counters = [...postCounters(row, -1), ...(await quotesGone(db, row.uri, quoted))]
+    // The stock recounts the quoted post's row even when nothing changed: it exists after.
+    if (embedded && quoted) counters.push(quoteDelta(embedded.embedUri, 0))
     const notifications =
       replacedBy && replacedByRecord ? await notificationsFor(db, replacedBy, replacedByRecord) : []
     return { rows, counters, notifications, deleteNotificationsFor: [row.uri] }
@@ -132,32 +138,29 @@ function postCounters(row: PostRow, sign: 1 | -1): Counter[] {
 }
 
 /**
- * The stock recounts quotes by the quoted *cid* and stores the count under the quoted uri, and
- * drops quote rows of a deleted post without recounting: only an absolute recount reproduces
- * that. Computed before this post's own quote rows change; `own` is this post's quote after.
+ * Quote counts follow the quote rows, by subject uri: a deleted post takes the quotes *of* it
+ * and, when it quoted a post, its own quote row. (The stock recounts by the quoted *cid*, which
+ * mixes quotes of posts with identical content and splits quotes across edits of one post.)
  */
-async function quoteCount(
-  db: Reader,
-  quoted: { uri: string; cid: string },
-  postUri: string,
-  own: 0 | 1,
-): Promise<Counter> {
-  const found = await db
+async function quotesGone(db: Reader, uri: string, quoted: boolean): Promise<Counter[]> {
+  const gone = await db
     .selectFrom('quote')
-    .where('subjectCid', '=', quoted.cid)
-    .where('uri', '!=', postUri)
-    // On delete the stock first drops the quotes of the deleted post itself.
-    .$if(own === 0, (qb) => qb.where('subject', '!=', postUri))
-    .select((eb) => eb.fn.countAll<number>().as('count'))
-    .executeTakeFirstOrThrow()
-  return {
-    table: 'post_agg',
-    key: quoted.uri,
-    column: 'quoteCount',
-    delta: Number(found.count) + own,
-    set: true,
-  }
+    .where((eb) =>
+      quoted ? eb.or([eb('subject', '=', uri), eb('uri', '=', uri)]) : eb('subject', '=', uri),
+    )
+    .select('subject')
+    .execute()
+  const bySubject = new Map<string, number>()
+  for (const q of gone) bySubject.set(q.subject, (bySubject.get(q.subject) ?? 0) + 1)
+  return [...bySubject].map(([subject, n]) => quoteDelta(subject, -n))
 }
+
+const quoteDelta = (subject: string, delta: number): Counter => ({
+  table: 'post_agg',
+  key: subject,
+  column: 'quoteCount',
+  delta,
+})
 
 /** Mention, quote and reply notifications of a post, deduplicated by recipient (never its author). */
 async function notificationsFor(db: Reader, row: PostRow, rec: Post): Promise<NotificationRow[]> {
