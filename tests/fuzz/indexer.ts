@@ -3,10 +3,12 @@
 // tests/indexer/fuzz.test.ts).
 //   FUZZ_MINUTES (default 10), FUZZ_SEEDS (comma-separated: replay exactly these),
 //   FUZZ_FIRST_SEED (default: from the clock), FUZZ_MIN_LENGTH / FUZZ_MAX_LENGTH (5 / 60 events)
-import { runCampaign } from '../harness/fuzz/campaign.ts'
-import { Fuzzer } from '../harness/fuzz/run.ts'
-
+// The stock's logs and ours stay quiet (skipped records are expected here); set before the
+// loggers are loaded.
 process.env.LOG_ENABLED ??= 'false'
+process.env.LOG_LEVEL ??= 'silent'
+const { runCampaign } = await import('../harness/fuzz/campaign.ts')
+const { Fuzzer } = await import('../harness/fuzz/run.ts')
 
 function intEnv(name: string, fallback: number): number {
   const raw = process.env[name]

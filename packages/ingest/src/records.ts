@@ -104,9 +104,11 @@ export async function updateRecord(
     .where('uri', '=', ref.uri)
     .set({ cid: ref.cid, json: lexStringify(rec as LexValue), indexedAt: ref.indexedAt })
     .executeTakeFirst()
-  // A record-only collection has no index to replace; an update of one never seen is a create.
+  // A record-only collection has no index to replace. An update of a record never seen is a
+  // create, except at rkey `self`: the stock's record-only plugins count a `self` record as
+  // indexed whether or not it is, so its update writes nothing.
   if (!plugin.table) {
-    if (!updated.numUpdatedRows) await createRecord(ctx, plugin, ref, rec)
+    if (!updated.numUpdatedRows && ref.rkey !== 'self') await createRecord(ctx, plugin, ref, rec)
     return
   }
   const dup = await plugin.findDuplicate?.(ctx.db, ref, rec)
@@ -120,14 +122,15 @@ export async function updateRecord(
     await ctx.db.deleteFrom('duplicate_record').where('uri', '=', ref.uri).execute()
   }
   const deleted = await deletePrimary(ctx, plugin, ref.uri)
-  await applyRows(ctx.db, plugin.unconditional?.delete(ref.uri), ctx.changes)
+  if (plugin.unconditional) await apply(ctx, await plugin.unconditional.delete(ctx.db, ref.uri))
   // An update of a record we never indexed is a plain create.
   if (!deleted) return createRecord(ctx, plugin, ref, rec)
   const inserted = await insertPrimary(ctx, plugin, ref, rec)
   if (!inserted) throw new Error(`update of ${ref.uri} removed the row but could not replace it`)
-  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec), ctx.changes)
-  // An update notifies as "delete replaced by": the insert side adds rows and counts only.
+  // An update notifies as "delete replaced by": the insert side adds rows and counts only. The
+  // delete side's rows go first, as the stock's delete runs before its insert.
   await apply(ctx, await plugin.onDelete(ctx.db, deleted, inserted, rec))
+  await applyRows(ctx.db, plugin.unconditional?.create(ref, rec), ctx.changes)
   await apply(ctx, await plugin.onInsert(ctx.db, inserted, ref, rec), false)
 }
 
@@ -141,7 +144,7 @@ export async function deleteRecord(
   await ctx.db.deleteFrom('duplicate_record').where('uri', '=', uri).execute()
   if (!plugin.table) return
   const deleted = await deletePrimary(ctx, plugin, uri)
-  await applyRows(ctx.db, plugin.unconditional?.delete(uri), ctx.changes)
+  if (plugin.unconditional) await apply(ctx, await plugin.unconditional.delete(ctx.db, uri))
   if (!deleted) return
   let promoted: Row | null = null
   let promotedRef: RecordRef | undefined
@@ -167,13 +170,16 @@ export async function deleteRecord(
         indexedAt: found.indexedAt,
       }
       promoted = await insertPrimary(ctx, plugin, promotedRef, promotedRec)
-      await applyRows(ctx.db, plugin.unconditional?.create(promotedRef, promotedRec), ctx.changes)
     }
   }
   await apply(
     ctx,
     await plugin.onDelete(ctx.db, deleted, promoted, promoted ? promotedRec : undefined),
   )
+  if (promotedRef && promotedRec !== undefined) {
+    // The stock re-indexes the promoted duplicate after the delete: its rows come last.
+    await applyRows(ctx.db, plugin.unconditional?.create(promotedRef, promotedRec), ctx.changes)
+  }
   if (promoted && promotedRef) {
     await apply(ctx, await plugin.onInsert(ctx.db, promoted, promotedRef, promotedRec), false)
   }

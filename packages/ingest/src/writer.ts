@@ -352,7 +352,8 @@ export class Writer {
         planned.set(evt.did, { handle, indexedAt: evt.time })
         // A verified handle is taken from whoever held it (setHandle): they now have none.
         if (handle === null) continue
-        for (const [did, a] of [...actors, ...planned]) {
+        for (const did of new Set([...actors.keys(), ...planned.keys()])) {
+          const a = planned.has(did) ? planned.get(did) : actors.get(did)
           if (did !== evt.did && a?.handle === handle) planned.set(did, { ...a, handle: null })
         }
       }

@@ -110,13 +110,14 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
     replacedByRecord?: Rec,
   ): Promise<Effects> | Effects
   /**
-   * Rows the stock writes with every create / delete of the record whether or not the primary
-   * row changed (a duplicate repost still gets a feed item, and loses it when deleted); they are
-   * kept out of onInsert / onDelete.
+   * What the stock writes with every create / delete of the record whether or not the primary
+   * row changed (a duplicate repost still gets a feed item, and loses it when deleted; deleting
+   * a post never indexed still takes the quotes of it); kept out of onInsert / onDelete. The
+   * delete side runs before onDelete is asked.
    */
   unconditional?: {
     create(ref: RecordRef, record: Rec): RowWrite[]
-    delete(uri: string): RowWrite[]
+    delete(db: Reader, uri: string): Promise<Effects> | Effects
   }
   /** On delete, re-index the oldest duplicate in its place (default true). */
   promoteDuplicateOnDelete?: boolean

@@ -203,7 +203,7 @@ export async function records(seq: FuzzEvent[]): Promise<(ConcreteOp[] | null)[]
         ops.push({ action: 'delete', collection, rkey: op.rkey })
         continue
       }
-      const record = await build(kind, op, times[i]!, cids)
+      const record = await build(kind, op, times[i]!, cids, `${e.by}/post/${op.rkey}`)
       cids.set(uri, (await cidForLex(record as never)).toString())
       ops.push({ action: opAction(op), collection, rkey: op.rkey, record })
     }
@@ -236,6 +236,8 @@ async function build(
   p: Params,
   time: string,
   cids: Map<string, string>,
+  /** The post a gate with this key gates. */
+  gated: Ref,
 ): Promise<Record<string, unknown>> {
   const createdAt = new Date(Date.parse(time) + (p.skew ?? 0) * 1000).toISOString()
   const $type = COLLECTIONS[kind]
@@ -288,7 +290,7 @@ async function build(
     case 'optout':
       return { ...base, subject: uriOf(recordSubject()) }
     case 'threadgate': {
-      const gate: Record<string, unknown> = { ...base, post: uriOf(p.subject as Ref) }
+      const gate: Record<string, unknown> = { ...base, post: uriOf((p.subject as Ref) ?? gated) }
       if (p.allow) {
         gate.allow = p.allow.map((rule) =>
           rule === 'list'
@@ -300,7 +302,7 @@ async function build(
       return gate
     }
     case 'postgate': {
-      const gate: Record<string, unknown> = { ...base, post: uriOf(p.subject as Ref) }
+      const gate: Record<string, unknown> = { ...base, post: uriOf((p.subject as Ref) ?? gated) }
       if (p.detached) gate.detachedEmbeddingUris = p.detached.map(uriOf)
       if (p.noEmbed) gate.embeddingRules = [{ $type: 'app.bsky.feed.postgate#disableRule' }]
       return gate

@@ -19,6 +19,9 @@ import { freePort } from '../processes.ts'
 import { dropSchemas } from '../stock-network.ts'
 import { wellKnown } from '../well-known.ts'
 import { clearSchema } from './schema.ts'
+import type { WorldServer } from './world.ts'
+
+const QUIET_MS = 3
 
 export type StockClient = ReturnType<typeof createDataPlaneClient>
 type Relay = { socket: () => Promise<WebSocket>; close: () => Promise<void> }
@@ -30,6 +33,7 @@ export class StockIndexer {
   private readonly sub: RepoSubscription
   private readonly server: DataPlaneServer
   private readonly relay: Relay
+  private readonly world: WorldServer
 
   private constructor(
     schema: string,
@@ -38,7 +42,9 @@ export class StockIndexer {
     server: DataPlaneServer,
     relay: Relay,
     client: StockClient,
+    world: WorldServer,
   ) {
+    this.world = world
     this.schema = schema
     this.db = db
     this.sub = sub
@@ -47,7 +53,8 @@ export class StockIndexer {
     this.client = client
   }
 
-  static async start(worldUrl: string): Promise<StockIndexer> {
+  static async start(world: WorldServer): Promise<StockIndexer> {
+    const worldUrl = world.url
     const schema = uniqueName('fuzz_stock')
     const db = new Database({ url: PG_URL, schema, poolSize: 4 })
     await db.migrateToLatestOrThrow()
@@ -61,7 +68,7 @@ export class StockIndexer {
     const client = createDataPlaneClient(new BasicHostList([`http://127.0.0.1:${port}`]), {
       httpVersion: '1.1',
     })
-    return new StockIndexer(schema, db, sub, server, relay, client)
+    return new StockIndexer(schema, db, sub, server, relay, client, world)
   }
 
   /** Plays frames one at a time, each fully processed before the next is sent. */
@@ -77,6 +84,25 @@ export class StockIndexer {
         await new Promise((r) => setImmediate(r))
       }
       await this.sub.processAll()
+      await this.settled()
+    }
+  }
+
+  /**
+   * The stock's handler runs the handle check beside the record (Promise.all): when the record
+   * fails, the handler returns while the check goes on, and the next event may race it. Wait
+   * until no lookup and no query has been running for a few milliseconds, so every event sees
+   * the one before it complete, as the stock's per-event order intends.
+   */
+  private async settled(): Promise<void> {
+    const pool = this.db.pool
+    let lastBusy = Date.now()
+    for (;;) {
+      const { inflight, last } = this.world.activity()
+      const now = Date.now()
+      if (inflight || pool.totalCount - pool.idleCount + pool.waitingCount) lastBusy = now
+      if (now - Math.max(lastBusy, last) >= QUIET_MS) return
+      await new Promise((r) => setTimeout(r, 1))
     }
   }
 

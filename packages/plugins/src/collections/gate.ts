@@ -49,11 +49,21 @@ export function gatePlugin<Rec extends GateRecord, T extends 'thread_gate' | 'po
     },
 
     // Posts indexed earlier keep their verdicts (violatesThreadGate / violatesEmbeddingRules):
-    // a gate only judges later replies and quotes.
-    onInsert(_db, row) {
-      const where = { uri: new AtUri((row as { postUri: string }).postUri).toString() }
-      return { rows: [{ kind: 'update', table: 'post', where, set: { [flag]: true } }] }
+    // a gate only judges later replies and quotes. The flag is set by every create of a gate,
+    // even one whose row already exists (a post indexed after its gate gets it this way).
+    unconditional: {
+      create: (_ref, rec) => [
+        {
+          kind: 'update',
+          table: 'post',
+          where: { uri: new AtUri(rec.post).toString() },
+          set: { [flag]: true },
+        },
+      ],
+      delete: () => ({}),
     },
+
+    onInsert: () => ({}),
 
     onDelete(_db, row) {
       const where = { uri: (row as { postUri: string }).postUri }

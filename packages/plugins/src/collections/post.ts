@@ -94,6 +94,34 @@ export const post: RecordPlugin<Post, 'post'> = {
     return { rows, counters, notifications: await notificationsFor(db, row, rec) }
   },
 
+  // Every delete of a post uri, indexed or not, takes the feed items of it (its reposts' too),
+  // marks it deleted as an OP reply, and removes the quotes of it with their count.
+  unconditional: {
+    create: () => [],
+    async delete(db, uri) {
+      const quotes = await db
+        .selectFrom('quote')
+        .where('subject', '=', uri)
+        .select((eb) => eb.fn.countAll<number>().as('count'))
+        .executeTakeFirstOrThrow()
+      const n = Number(quotes.count)
+      return {
+        rows: [
+          { kind: 'delete', table: 'feed_item', where: { postUri: uri } },
+          // Soft delete: the OP thread walk may still route through it to replies that outlive it.
+          {
+            kind: 'update',
+            table: 'op_thread_reply',
+            where: { uri },
+            set: { deletedAt: new Date().toISOString() },
+          },
+          { kind: 'delete', table: 'quote', where: { subject: uri } },
+        ],
+        counters: n ? [quoteDelta(uri, -n)] : [],
+      }
+    },
+  },
+
   async onDelete(db, row, replacedBy, replacedByRecord) {
     const embedded = await db
       .selectFrom('post_embed_record')
@@ -101,21 +129,18 @@ export const post: RecordPlugin<Post, 'post'> = {
       .select(['embedUri', 'embedCid'])
       .executeTakeFirst()
     const quoted = !!embedded && new AtUri(embedded.embedUri).collection === post.collection
-    const rows: RowWrite[] = [
-      // Also the feed items of reposts of this post.
-      { kind: 'delete', table: 'feed_item', where: { postUri: row.uri } },
-      // Soft delete: the OP thread walk may still route through it to replies that outlive it.
-      {
-        kind: 'update',
-        table: 'op_thread_reply',
-        where: { uri: row.uri },
-        set: { deletedAt: new Date().toISOString() },
-      },
-      // Quotes *of* this post go with it, and with them its quote count.
-      { kind: 'delete', table: 'quote', where: { subject: row.uri } },
-      ...embedDeletes(row.uri, quoted),
-    ]
-    const counters = [...postCounters(row, -1), ...(await quotesGone(db, row.uri, quoted))]
+    const rows: RowWrite[] = embedDeletes(row.uri, quoted)
+    const counters = postCounters(row, -1)
+    if (quoted) {
+      // Its own quote row, unless it went already (with the quotes of this post, for a post
+      // quoting itself).
+      const own = await db
+        .selectFrom('quote')
+        .where('uri', '=', row.uri)
+        .select('subject')
+        .executeTakeFirst()
+      if (own) counters.push(quoteDelta(own.subject, -1))
+    }
     // The stock recounts the quoted post's row even when nothing changed: it exists after.
     if (embedded && quoted) counters.push(quoteDelta(embedded.embedUri, 0))
     const notifications =
@@ -138,23 +163,10 @@ function postCounters(row: PostRow, sign: 1 | -1): Counter[] {
 }
 
 /**
- * Quote counts follow the quote rows, by subject uri: a deleted post takes the quotes *of* it
- * and, when it quoted a post, its own quote row. (The stock recounts by the quoted *cid*, which
- * mixes quotes of posts with identical content and splits quotes across edits of one post.)
+ * Quote counts follow the quote rows, by subject uri. (The stock recounts by the quoted *cid*,
+ * which mixes quotes of posts with identical content and splits quotes across edits of one
+ * post, and leaves the count of a deleted post's quotes as it was.)
  */
-async function quotesGone(db: Reader, uri: string, quoted: boolean): Promise<Counter[]> {
-  const gone = await db
-    .selectFrom('quote')
-    .where((eb) =>
-      quoted ? eb.or([eb('subject', '=', uri), eb('uri', '=', uri)]) : eb('subject', '=', uri),
-    )
-    .select('subject')
-    .execute()
-  const bySubject = new Map<string, number>()
-  for (const q of gone) bySubject.set(q.subject, (bySubject.get(q.subject) ?? 0) + 1)
-  return [...bySubject].map(([subject, n]) => quoteDelta(subject, -n))
-}
-
 const quoteDelta = (subject: string, delta: number): Counter => ({
   table: 'post_agg',
   key: subject,

@@ -63,7 +63,7 @@ export const repost: RecordPlugin<Repost, 'repost'> = {
       }
       return [{ kind: 'insert', table: 'feed_item', values: feedItem }]
     },
-    delete: (uri) => [{ kind: 'delete', table: 'feed_item', where: { uri } }],
+    delete: (_db, uri) => ({ rows: [{ kind: 'delete', table: 'feed_item', where: { uri } }] }),
   },
 }
 

@@ -1,0 +1,144 @@
+// Sequences on which openplane once ended different from the stock indexer, each as the indexer
+// fuzzer printed it (shrunk), at batch size 1 and 500 (one batch) and, where the fuzzer found it
+// at another size, that one too. Counters are compared with the stock's rows recounted.
+import { describe, it } from 'vitest'
+import { useFuzzer } from '../harness/fuzz/vitest.ts'
+
+const BOTH = { batchSizes: [1, 500] }
+
+describe('indexer equals the stock indexer on', () => {
+  const { expectSameAsStock } = useFuzzer()
+
+  it('a deleted account: its likes, reposts, replies and follows come off the counters they fed', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'B', ops: [{ create: 'post', rkey: 'p1', text: 'hello' }] },
+        { by: 'A', ops: [{ create: 'like', rkey: 'l1', subject: 'B/post/p1' }] },
+        { by: 'A', ops: [{ create: 'repost', rkey: 'r1', subject: 'B/post/p1' }] },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p2', text: 'a reply', reply: ['B/post/p1', 'B/post/p1'] }] },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p3', text: 'a quote', quote: 'B/post/p1' }] },
+        { by: 'A', ops: [{ create: 'follow', rkey: 'f1', subject: 'B' }] },
+        { by: 'A', account: 'deleted' },
+        { by: 'C', ops: [{ create: 'like', rkey: 'l1', subject: 'B/post/p1' }] },
+        { by: 'C', ops: [{ create: 'repost', rkey: 'r1', subject: 'B/post/p1' }] },
+        { by: 'C', ops: [{ create: 'post', rkey: 'p2', text: 'reply', reply: ['B/post/p1', 'B/post/p1'] }] },
+        { by: 'C', ops: [{ create: 'follow', rkey: 'f1', subject: 'B' }] },
+      ],
+      BOTH,
+    )
+  })
+
+  it('a deleted account whose interactions share its batch: no notification by or to it survives', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ create: 'post', rkey: 'p1', text: 'mine' }] },
+        { by: 'B', ops: [{ create: 'post', rkey: 'p1', text: 'theirs' }] },
+        { by: 'A', ops: [{ create: 'like', rkey: 'l1', subject: 'B/post/p1' }] },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p2', reply: ['B/post/p1', 'B/post/p1'], mention: 'B' }] },
+        { by: 'A', ops: [{ create: 'follow', rkey: 'f1', subject: 'B' }] },
+        { by: 'B', ops: [{ create: 'like', rkey: 'l1', subject: 'A/post/p1' }] },
+        { by: 'B', ops: [{ create: 'follow', rkey: 'f1', subject: 'A' }] },
+        { by: 'A', account: 'deleted' },
+      ],
+      BOTH,
+    )
+  })
+
+  it('a deleted post: its quote count goes with the quotes of it', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ create: 'post', rkey: 'p1', text: 'quoted' }] },
+        { by: 'B', ops: [{ create: 'post', rkey: 'p1', quote: 'A/post/p1' }] },
+        { by: 'A', ops: [{ delete: 'post', rkey: 'p1' }] },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p1', text: 'again' }] },
+        { by: 'B', ops: [{ delete: 'post', rkey: 'p1' }] },
+      ],
+      BOTH,
+    )
+  })
+
+  it('an actor first seen in a batch keeps its verified handle for a day (seed 9)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'C', ops: [{ create: 'repost', rkey: 'r41' }] },
+        { by: 'A', ops: [{ delete: 'like', rkey: 'l1' }], dt: 7200 },
+        { by: 'C', ops: [{ create: 'repost', rkey: 'r52' }] },
+      ],
+      { batchSizes: [1, 500, 30] },
+    )
+  })
+
+  it('an account deleted and active again in one batch gets its actor row back (seed 9)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'B', identity: { handle: 'b33.test' } },
+        { by: 'B', account: 'deleted' },
+        { by: 'B', ops: [{ create: 'post', rkey: 'p37' }] },
+      ],
+      { batchSizes: [1, 500, 30] },
+    )
+  })
+
+  it('a handle taken back, then a re-check two days later (seed 134)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', identity: { handle: 'b.test' } },
+        { by: 'B', identity: { handle: 'b.test' } },
+        { by: 'A', ops: [{ delete: 'follow', rkey: 'f15' }], dt: 172800 },
+        { by: 'B', ops: [{ delete: 'repost', rkey: 'r35' }] },
+        { by: 'A', ops: [{ create: 'like', rkey: 'l41' }] },
+      ],
+      { batchSizes: [1, 500, 14] },
+    )
+  })
+
+  it('a post re-created at its uri after its account was deleted: fanned out once (seed 13)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ create: 'post', rkey: 'p10' }] },
+        { by: 'A', account: 'deleted' },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p10' }] },
+      ],
+      { batchSizes: [1, 500, 11] },
+    )
+  })
+
+  it('updates of record-only records never seen: created, except at rkey self (seed 10)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ update: 'status', rkey: 's61' }] },
+        { by: 'A', ops: [{ update: 'status', rkey: 'self' }] },
+        { by: 'B', ops: [{ update: 'chat', rkey: 'self' }, { update: 'notifdecl', rkey: 'n1' }] },
+      ],
+      BOTH,
+    )
+  })
+
+  it('a thread gate created again after its post: the post gets the flag (seed 143)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ create: 'threadgate', rkey: 'p13' }] },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p13' }] },
+        { by: 'A', ops: [{ create: 'threadgate', rkey: 'p13' }] },
+        { by: 'A', ops: [{ create: 'postgate', rkey: 'p13' }] },
+        { by: 'A', ops: [{ update: 'postgate', rkey: 'p13', noEmbed: true }] },
+      ],
+      { batchSizes: [1, 500, 6] },
+    )
+  })
+
+  it('a quote and the deletion of the quoted post in one commit (seed 186)', async () => {
+    await expectSameAsStock(
+      [
+        {
+          by: 'A',
+          ops: [
+            { create: 'post', rkey: 'p27', quote: 'A/post/p3' },
+            { delete: 'post', rkey: 'p3' },
+          ],
+        },
+      ],
+      { batchSizes: [1, 500, 21] },
+    )
+  })
+})
