@@ -141,4 +141,20 @@ describe('indexer equals the stock indexer on', () => {
       { batchSizes: [1, 500, 21] },
     )
   })
+
+  it('a record created again at its uri, then a record taking its new subject: no duplicate (seed 38)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ update: 'repost', rkey: 'r9' }] },
+        {
+          by: 'A',
+          ops: [
+            { create: 'repost', rkey: 'r9', subject: 'B/post/p3' },
+            { create: 'repost', rkey: 'r11', subject: 'B/post/p3' },
+          ],
+        },
+      ],
+      { batchSizes: [1, 500, 19] },
+    )
+  })
 })

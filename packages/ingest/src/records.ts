@@ -249,6 +249,7 @@ export async function createRecords(ctx: RecordContext, items: CreateItem[]): Pr
       }
     }
   }
+  const position = new Map(items.map(({ ref }, i) => [ref.uri, i]))
   const rows: Effects['rows'] = []
   for (const [i, { plugin, ref, rec }] of items.entries()) {
     if (!plugin.table) continue
@@ -263,7 +264,9 @@ export async function createRecords(ctx: RecordContext, items: CreateItem[]): Pr
     }
     if (!values[i]) continue
     const dup = await plugin.findDuplicate?.(ctx.db, ref, rec)
-    if (dup && dup !== ref.uri) {
+    // A row written by a later record of the run did not exist yet at this one: no duplicate.
+    const later = dup !== null && dup !== undefined && (position.get(dup) ?? -1) > i
+    if (dup && dup !== ref.uri && !later) {
       rows.push({
         kind: 'insert',
         table: 'duplicate_record',

@@ -53,6 +53,8 @@ export async function runCampaign(
     until?: number
     /** Time for shrinking one failure. */
     shrinkMs?: number
+    /** Failures shrunk at most (later ones are reported as generated). */
+    shrinkLimit?: number
     onSequence?: (seed: number, differences: number) => void
   },
 ): Promise<CampaignResult> {
@@ -67,6 +69,15 @@ export async function runCampaign(
     opts.onSequence?.(seed, diffs.length)
     if (!diffs.length) continue
     const first = diffs[0]!
+    if (result.failures.length >= (opts.shrinkLimit ?? Infinity)) {
+      result.failures.push({
+        seed,
+        differences: diffs,
+        shrunk: plan.events,
+        script: formatRegression(`seed ${seed}: ${first.kind} difference`, plan.events, diffs, seed),
+      })
+      continue
+    }
     // Shrink against the first failing batch size and kind of difference.
     const fails = async (candidate: FuzzEvent[]) =>
       (

@@ -69,19 +69,46 @@ export async function compareGraph(ours: string, run: OurRun): Promise<Differenc
   return out
 }
 
-export async function compareTimelines(stock: StockClient, run: OurRun): Promise<Difference[]> {
+/**
+ * Items with the same (sortAt, cid) (two reposts of one post in one commit are the same record)
+ * have no defined order in the stock's query: within such a tie, compare by uri.
+ */
+function untied(items: { key: string; text: string }[]): string[] {
+  return items
+    .map((item, i) => ({ ...item, i }))
+    .sort((x, y) => (x.key === y.key ? (x.text < y.text ? -1 : 1) : x.i - y.i))
+    .map((item) => item.text)
+}
+
+export async function compareTimelines(
+  stock: StockClient,
+  stockSchema: string,
+  run: OurRun,
+): Promise<Difference[]> {
+  const { rows } = await fuzzPool().query<{ uri: string; sortAt: string; cid: string }>(
+    `select uri, "sortAt", cid from "${stockSchema}".feed_item`,
+  )
+  const keyOf = new Map(rows.map((r) => [r.uri, `${r.sortAt} ${r.cid}`]))
   const out: Difference[] = []
   for (const a of ACCOUNTS) {
     const did = didOf(a)
-    const want = (await stock.getTimeline({ actorDid: did, limit: 100 })).items.map(
-      (i) => `${i.uri} ${i.repost}`,
+    const want = untied(
+      (await stock.getTimeline({ actorDid: did, limit: 100 })).items.map((i) => ({
+        key: keyOf.get(i.repost || i.uri) ?? '',
+        text: `${i.uri} ${i.repost}`,
+      })),
     )
     const page = await run.home.read(did, 100, undefined)
     if (!page) {
       out.push({ kind: 'timeline', detail: `${a}'s timeline was not served from the store` })
       continue
     }
-    const have = page.items.map((i) => `${i.postUri} ${i.uri === i.postUri ? '' : i.uri}`)
+    const have = untied(
+      page.items.map((i) => ({
+        key: `${i.sortAt} ${i.cid}`,
+        text: `${i.postUri} ${i.uri === i.postUri ? '' : i.uri}`,
+      })),
+    )
     if (JSON.stringify(want) !== JSON.stringify(have)) {
       out.push({
         kind: 'timeline',

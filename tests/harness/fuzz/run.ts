@@ -67,7 +67,7 @@ export class Fuzzer {
           : []),
         ...(await compareTables(this.stock.schema, this.ours.schema)),
         ...(await compareGraph(this.ours.schema, run)),
-        ...(await compareTimelines(this.stock.client, run)),
+        ...(await compareTimelines(this.stock.client, this.stock.schema, run)),
       ]
       out.push(...diffs.map((d) => ({ ...d, batchSize })))
     }
