@@ -14,7 +14,8 @@ function intEnv(name: string, fallback: number): number {
   const raw = process.env[name]
   if (raw === undefined || raw === '') return fallback
   const n = Number(raw)
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got ${raw}`)
+  if (!Number.isFinite(n) || n < 0)
+    throw new Error(`${name} must be a non-negative number, got ${raw}`)
   return n
 }
 
@@ -52,11 +53,16 @@ try {
     },
   })
   for (const f of result.failures) {
-    console.log(`\n--- seed ${f.seed}: ${f.differences.length} differences; shrunk to ${f.shrunk.length} events`)
-    for (const d of f.differences.slice(0, 4)) console.log(`batch size ${d.batchSize}, ${d.kind}: ${d.detail}`)
+    console.log(
+      `\n--- seed ${f.seed}: ${f.differences.length} differences; shrunk to ${f.shrunk.length} events`,
+    )
+    for (const d of f.differences.slice(0, 4))
+      console.log(`batch size ${d.batchSize}, ${d.kind}: ${d.detail}`)
     console.log(`\n${f.script}\n`)
   }
-  console.log(`fuzz: ${result.sequences} sequences, ${result.ops} ops, ${result.differences} differences`)
+  console.log(
+    `fuzz: ${result.sequences} sequences, ${result.ops} ops, ${result.differences} differences`,
+  )
   if (result.differences) process.exitCode = 1
 } finally {
   await fuzzer.close()

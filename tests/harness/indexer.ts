@@ -5,6 +5,7 @@ import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
 import { Indexer, Writer, writerDeps } from '@openplane/ingest'
 import pg from 'pg'
+import { aggRows } from './counters.ts'
 import { PG_URL, uniqueName } from './env.ts'
 import { dropSchemas } from './stock-network.ts'
 
@@ -120,15 +121,24 @@ function normalizeRow(table: string, r: Row): string {
 
 /**
  * Rows of each table in both schemas, as sorted JSON lines; returns a readable diff per table
- * that differs (empty when every table is equal).
+ * that differs (empty when every table is equal). `stock` is the stock indexer's schema: its
+ * counters are recounted from its rows before they are compared with ours as stored.
  */
-export async function diffSchemas(a: string, b: string, tables: string[]): Promise<string[]> {
+export async function diffSchemas(
+  stock: string,
+  ours: string,
+  tables: string[],
+): Promise<string[]> {
+  const [a, b] = [stock, ours]
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
   try {
     const diffs: string[] = []
     for (const table of tables) {
       const dump = async (schema: string) => {
+        if (table === 'post_agg' || table === 'profile_agg') {
+          return aggRows(client, schema, table, schema === stock ? 'recounted' : 'stored')
+        }
         const { rows } = await client.query(selectAll(schema, table))
         return rows.map((r: Row) => normalizeRow(table, r)).sort()
       }

@@ -15,13 +15,19 @@ describe('indexer equals the stock indexer on', () => {
         { by: 'B', ops: [{ create: 'post', rkey: 'p1', text: 'hello' }] },
         { by: 'A', ops: [{ create: 'like', rkey: 'l1', subject: 'B/post/p1' }] },
         { by: 'A', ops: [{ create: 'repost', rkey: 'r1', subject: 'B/post/p1' }] },
-        { by: 'A', ops: [{ create: 'post', rkey: 'p2', text: 'a reply', reply: ['B/post/p1', 'B/post/p1'] }] },
+        {
+          by: 'A',
+          ops: [{ create: 'post', rkey: 'p2', text: 'a reply', reply: ['B/post/p1', 'B/post/p1'] }],
+        },
         { by: 'A', ops: [{ create: 'post', rkey: 'p3', text: 'a quote', quote: 'B/post/p1' }] },
         { by: 'A', ops: [{ create: 'follow', rkey: 'f1', subject: 'B' }] },
         { by: 'A', account: 'deleted' },
         { by: 'C', ops: [{ create: 'like', rkey: 'l1', subject: 'B/post/p1' }] },
         { by: 'C', ops: [{ create: 'repost', rkey: 'r1', subject: 'B/post/p1' }] },
-        { by: 'C', ops: [{ create: 'post', rkey: 'p2', text: 'reply', reply: ['B/post/p1', 'B/post/p1'] }] },
+        {
+          by: 'C',
+          ops: [{ create: 'post', rkey: 'p2', text: 'reply', reply: ['B/post/p1', 'B/post/p1'] }],
+        },
         { by: 'C', ops: [{ create: 'follow', rkey: 'f1', subject: 'B' }] },
       ],
       BOTH,
@@ -34,7 +40,10 @@ describe('indexer equals the stock indexer on', () => {
         { by: 'A', ops: [{ create: 'post', rkey: 'p1', text: 'mine' }] },
         { by: 'B', ops: [{ create: 'post', rkey: 'p1', text: 'theirs' }] },
         { by: 'A', ops: [{ create: 'like', rkey: 'l1', subject: 'B/post/p1' }] },
-        { by: 'A', ops: [{ create: 'post', rkey: 'p2', reply: ['B/post/p1', 'B/post/p1'], mention: 'B' }] },
+        {
+          by: 'A',
+          ops: [{ create: 'post', rkey: 'p2', reply: ['B/post/p1', 'B/post/p1'], mention: 'B' }],
+        },
         { by: 'A', ops: [{ create: 'follow', rkey: 'f1', subject: 'B' }] },
         { by: 'B', ops: [{ create: 'like', rkey: 'l1', subject: 'A/post/p1' }] },
         { by: 'B', ops: [{ create: 'follow', rkey: 'f1', subject: 'A' }] },
@@ -108,7 +117,13 @@ describe('indexer equals the stock indexer on', () => {
       [
         { by: 'A', ops: [{ update: 'status', rkey: 's61' }] },
         { by: 'A', ops: [{ update: 'status', rkey: 'self' }] },
-        { by: 'B', ops: [{ update: 'chat', rkey: 'self' }, { update: 'notifdecl', rkey: 'n1' }] },
+        {
+          by: 'B',
+          ops: [
+            { update: 'chat', rkey: 'self' },
+            { update: 'notifdecl', rkey: 'n1' },
+          ],
+        },
       ],
       BOTH,
     )

@@ -98,7 +98,11 @@ export async function deleteAccount(db: Db, did: string): Promise<DeletedAccount
     counters.add('profile_agg', f.subjectDid, 'followersCount')
     counters.add('profile_agg', did, 'followsCount')
   }
-  const likes = await db.deleteFrom('like').where('creator', '=', did).returning('subject').execute()
+  const likes = await db
+    .deleteFrom('like')
+    .where('creator', '=', did)
+    .returning('subject')
+    .execute()
   for (const l of likes) counters.add('post_agg', l.subject, 'likeCount')
   const reposts = await db
     .deleteFrom('repost')
@@ -118,7 +122,8 @@ export async function deleteAccount(db: Db, did: string): Promise<DeletedAccount
     .execute()
   for (const p of gone) {
     counters.add('profile_agg', did, 'postsCount')
-    if (p.replyParent && !p.violatesThreadGate) counters.add('post_agg', p.replyParent, 'replyCount')
+    if (p.replyParent && !p.violatesThreadGate)
+      counters.add('post_agg', p.replyParent, 'replyCount')
   }
   await db.deleteFrom('thread_gate').where('creator', '=', did).execute()
   await db.deleteFrom('post_gate').where('creator', '=', did).execute()

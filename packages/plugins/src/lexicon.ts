@@ -14,7 +14,8 @@ export function assertRecord<T>(nsid: string, record: unknown): T {
   // bytes into a real one; in the data model it is just a map, and the stock refuses it where a
   // link or bytes belong (a blob whose ref is `{ $link }`).
   const mimic = jsonShapedValue(record)
-  if (mimic) throw new InvalidRecordError(`invalid ${nsid} record: ${mimic} is a map, not a link or bytes`)
+  if (mimic)
+    throw new InvalidRecordError(`invalid ${nsid} record: ${mimic} is a map, not a link or bytes`)
   try {
     const value = jsonToLex(lexToJson(record as LexValue) as never)
     lexicons.assertValidRecord(nsid, value)

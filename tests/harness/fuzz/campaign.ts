@@ -74,15 +74,20 @@ export async function runCampaign(
         seed,
         differences: diffs,
         shrunk: plan.events,
-        script: formatRegression(`seed ${seed}: ${first.kind} difference`, plan.events, diffs, seed),
+        script: formatRegression(
+          `seed ${seed}: ${first.kind} difference`,
+          plan.events,
+          diffs,
+          seed,
+        ),
       })
       continue
     }
     // Shrink against the first failing batch size and kind of difference.
     const fails = async (candidate: FuzzEvent[]) =>
-      (
-        await fuzzer.check(candidate, { ...plan.check, batchSizes: [first.batchSize] })
-      ).some((d) => d.kind === first.kind)
+      (await fuzzer.check(candidate, { ...plan.check, batchSizes: [first.batchSize] })).some(
+        (d) => d.kind === first.kind,
+      )
     const shrunk = await shrink(plan.events, fails, {
       maxChecks: 400,
       deadline: Date.now() + (opts.shrinkMs ?? 120_000),

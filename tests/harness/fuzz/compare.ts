@@ -3,7 +3,7 @@
 // account's fanned-out timeline against the stock dataplane's GetTimeline.
 import { diffSchemas, INDEXED_TABLES } from '../indexer.ts'
 import type { OurRun } from './ours.ts'
-import { aggRows, fuzzPool } from './schema.ts'
+import { fuzzPool } from './schema.ts'
 import { ACCOUNTS, didOf } from './sequence.ts'
 import type { StockClient } from './stock.ts'
 
@@ -14,32 +14,11 @@ export interface Difference {
   detail: string
 }
 
-const AGG = ['post_agg', 'profile_agg'] as const
-
 export async function compareTables(stock: string, ours: string): Promise<Difference[]> {
-  const plain = INDEXED_TABLES.filter((t) => !(AGG as readonly string[]).includes(t))
-  const out: Difference[] = (await diffSchemas(stock, ours, plain)).map((detail) => ({
+  return (await diffSchemas(stock, ours, INDEXED_TABLES)).map((detail) => ({
     kind: 'table',
     detail,
   }))
-  for (const table of AGG) {
-    const [want, have] = await Promise.all([
-      aggRows(stock, table, 'recounted'),
-      aggRows(ours, table, 'stored'),
-    ])
-    const onlyStock = want.filter((r) => !have.includes(r))
-    const onlyOurs = have.filter((r) => !want.includes(r))
-    if (onlyStock.length || onlyOurs.length) {
-      out.push({
-        kind: 'table',
-        detail:
-          `${table} (stock recounted vs ours): ${onlyStock.length} only in the stock, ` +
-          `${onlyOurs.length} only in ours\n` +
-          [...onlyStock.map((r) => `  - ${r}`), ...onlyOurs.map((r) => `  + ${r}`)].join('\n'),
-      })
-    }
-  }
-  return out
 }
 
 export async function compareGraph(ours: string, run: OurRun): Promise<Difference[]> {

@@ -124,7 +124,8 @@ class Generator {
   /** Every live record of a kind, oldest first. */
   private allLive(kind: Kind): Ref[] {
     const out: Ref[] = []
-    for (const a of this.accounts) for (const rkey of this.liveOf(a, kind)) out.push(`${a}/${kind}/${rkey}`)
+    for (const a of this.accounts)
+      for (const rkey of this.liveOf(a, kind)) out.push(`${a}/${kind}/${rkey}`)
     return out
   }
 
@@ -261,9 +262,11 @@ class Generator {
         } else {
           this.roots.delete(here)
         }
-        if (rng.float() < 0.18) p.quote = rng.float() < 0.9 ? this.subject('post') : this.subject('list')
+        if (rng.float() < 0.18)
+          p.quote = rng.float() < 0.9 ? this.subject('post') : this.subject('list')
         if (rng.float() < 0.12) p.mention = this.pick(this.accounts)
-        if (rng.float() < 0.2) p.media = this.pick(['images', 'external', 'video', 'gallery'] as const)
+        if (rng.float() < 0.2)
+          p.media = this.pick(['images', 'external', 'video', 'gallery'] as const)
         return p
       }
       case 'like':

@@ -83,7 +83,10 @@ export class OurIndexerUnderTest {
 
     const events: IngestEvent[] = []
     for (const f of enc.frames) {
-      const res = await decodeFrame(f.bytes, { verify: false, idResolver: this.identity.idResolver })
+      const res = await decodeFrame(f.bytes, {
+        verify: false,
+        idResolver: this.identity.idResolver,
+      })
       if (res.kind === 'event') events.push(res.event)
       else events.push({ type: 'skip', seq: f.seq, time: new Date().toISOString(), did: '' })
     }

@@ -148,7 +148,11 @@ export function segmentsOf(seq: FuzzEvent[]): Segment[] {
   let asked = new Set<string>()
   const cut = (end: number) => {
     if (end > start) {
-      out.push({ start, end, world: { claims: { ...claims }, wellKnown: { ...wellKnown }, gone: [...gone] } })
+      out.push({
+        start,
+        end,
+        world: { claims: { ...claims }, wellKnown: { ...wellKnown }, gone: [...gone] },
+      })
     }
     start = end
     asked = new Set()
@@ -217,8 +221,7 @@ const IMAGE_CID = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy'
 async function strongRef(ref: Ref, cids: Map<string, string>, stale?: boolean) {
   const uri = uriOf(ref)
   const current = cids.get(uri)
-  const cid =
-    current && !stale ? current : (await cidForLex({ missing: uri } as never)).toString()
+  const cid = current && !stale ? current : (await cidForLex({ missing: uri } as never)).toString()
   return { uri, cid }
 }
 
@@ -261,9 +264,7 @@ async function build(
       const media = p.media ? mediaEmbed(p.media) : undefined
       if (p.quote) {
         const record = { $type: 'app.bsky.embed.record', record: await ref(p.quote) }
-        post.embed = media
-          ? { $type: 'app.bsky.embed.recordWithMedia', record, media }
-          : record
+        post.embed = media ? { $type: 'app.bsky.embed.recordWithMedia', record, media } : record
       } else if (media) {
         post.embed = media
       }
@@ -340,7 +341,12 @@ async function build(
     case 'status':
       return { ...base, status: 'app.bsky.actor.status#live', durationMinutes: 30 }
     case 'site':
-      return { ...base, title: p.text ?? 'a page', site: 'https://site.test', publishedAt: createdAt }
+      return {
+        ...base,
+        title: p.text ?? 'a page',
+        site: 'https://site.test',
+        publishedAt: createdAt,
+      }
   }
 }
 
@@ -349,7 +355,10 @@ function mediaEmbed(media: NonNullable<Params['media']>): Record<string, unknown
     case 'images':
       return {
         $type: 'app.bsky.embed.images',
-        images: [{ image: blob(IMAGE_CID), alt: 'one' }, { image: blob(IMAGE_CID), alt: 'two' }],
+        images: [
+          { image: blob(IMAGE_CID), alt: 'one' },
+          { image: blob(IMAGE_CID), alt: 'two' },
+        ],
       }
     case 'external':
       return {

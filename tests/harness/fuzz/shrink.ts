@@ -10,7 +10,17 @@ export interface ShrinkBudget {
   deadline: number
 }
 
-const KEEP = new Set(['by', 'ops', 'identity', 'account', 'sync', 'create', 'update', 'delete', 'rkey'])
+const KEEP = new Set([
+  'by',
+  'ops',
+  'identity',
+  'account',
+  'sync',
+  'create',
+  'update',
+  'delete',
+  'rkey',
+])
 
 export async function shrink(
   seq: FuzzEvent[],
@@ -26,9 +36,9 @@ export async function shrink(
   let best = seq
 
   // Runs of events.
-  for (let size = Math.max(1, Math.floor(best.length / 2)); size >= 1 && within(); ) {
+  for (let size = Math.max(1, Math.floor(best.length / 2)); size >= 1 && within();) {
     let cut = false
-    for (let i = 0; i < best.length && within(); ) {
+    for (let i = 0; i < best.length && within();) {
       const candidate = [...best.slice(0, i), ...best.slice(i + size)]
       if (candidate.length && (await tryCut(candidate))) {
         best = candidate
@@ -48,8 +58,11 @@ export async function shrink(
   const withOps = (e: number, ops: Op[]): FuzzEvent[] =>
     best.map((x, i) => (i === e && 'ops' in x ? { ...x, ops } : x))
   for (let e = 0; e < best.length && within(); e++) {
-    for (let o = 0; (opsOf(e)?.length ?? 0) > 1 && o < opsOf(e)!.length && within(); ) {
-      const candidate = withOps(e, opsOf(e)!.filter((_, i) => i !== o))
+    for (let o = 0; (opsOf(e)?.length ?? 0) > 1 && o < opsOf(e)!.length && within();) {
+      const candidate = withOps(
+        e,
+        opsOf(e)!.filter((_, i) => i !== o),
+      )
       if (await tryCut(candidate)) best = candidate
       else o++
     }
@@ -69,7 +82,10 @@ export async function shrink(
         if (KEEP.has(key) || !within()) continue
         const op = { ...opsOf(e)![o]! } as Record<string, unknown>
         delete op[key]
-        const candidate = withOps(e, opsOf(e)!.map((x, i) => (i === o ? (op as unknown as Op) : x)))
+        const candidate = withOps(
+          e,
+          opsOf(e)!.map((x, i) => (i === o ? (op as unknown as Op) : x)),
+        )
         if (await tryCut(candidate)) best = candidate
       }
     }

@@ -46,7 +46,10 @@ export async function startWorld(): Promise<WorldServer> {
       if (world.gone.includes(did) || !(did in world.claims)) {
         return send(400, { error: 'RepoNotFound', message: `Could not find repo for DID: ${did}` })
       }
-      return send(200, { cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm', rev: '3l3qo2vutsw2b' })
+      return send(200, {
+        cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+        rev: '3l3qo2vutsw2b',
+      })
     }
     const did = decodeURIComponent(u.pathname.slice(1))
     const handle = world.claims[did]
