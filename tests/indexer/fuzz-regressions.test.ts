@@ -172,4 +172,20 @@ describe('indexer equals the stock indexer on', () => {
       { batchSizes: [1, 500, 19] },
     )
   })
+
+  it('a record whose duplicate slot is held by a row older than the run, re-created in it (seed 552232191)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ update: 'like', rkey: 'l19', subject: 'C/post/p14' }] },
+        {
+          by: 'A',
+          ops: [
+            { create: 'like', rkey: 'l18', subject: 'C/post/p14' },
+            { create: 'like', rkey: 'l19' },
+          ],
+        },
+      ],
+      { batchSizes: [1, 500, 24] },
+    )
+  })
 })

@@ -98,18 +98,17 @@ export async function deleteAccount(db: Db, did: string): Promise<DeletedAccount
     counters.add('profile_agg', f.subjectDid, 'followersCount')
     counters.add('profile_agg', did, 'followsCount')
   }
-  const likes = await db
-    .deleteFrom('like')
-    .where('creator', '=', did)
-    .returning('subject')
-    .execute()
-  for (const l of likes) counters.add('post_agg', l.subject, 'likeCount')
-  const reposts = await db
-    .deleteFrom('repost')
-    .where('creator', '=', did)
-    .returning('subject')
-    .execute()
-  for (const r of reposts) counters.add('post_agg', r.subject, 'repostCount')
+  for (const [table, column] of [
+    ['like', 'likeCount'],
+    ['repost', 'repostCount'],
+  ] as const) {
+    const gone = await db
+      .deleteFrom(table)
+      .where('creator', '=', did)
+      .returning('subject')
+      .execute()
+    for (const row of gone) counters.add('post_agg', row.subject, column)
+  }
   for (const table of BY_CREATOR) await db.deleteFrom(table).where('creator', '=', did).execute()
   const posts = db.selectFrom('post').where('post.creator', '=', did).select('post.uri')
   for (const table of EMBEDS) {

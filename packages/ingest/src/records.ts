@@ -265,7 +265,7 @@ export async function createRecords(ctx: RecordContext, items: CreateItem[]): Pr
     if (!values[i]) continue
     const dup = await plugin.findDuplicate?.(ctx.db, ref, rec)
     // A row written by a later record of the run did not exist yet at this one: no duplicate.
-    const later = dup !== null && dup !== undefined && (position.get(dup) ?? -1) > i
+    const later = !!dup && inserted.has(dup) && (position.get(dup) ?? -1) > i
     if (dup && dup !== ref.uri && !later) {
       rows.push({
         kind: 'insert',

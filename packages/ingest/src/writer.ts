@@ -318,10 +318,12 @@ export class Writer {
     )
     // An account event says "deleted"; it is applied only if the PDS no longer has the repo.
     const deletions = new Set<number>()
-    for (const [index, evt] of batch.entries()) {
-      if (evt.type !== 'account' || evt.active || evt.status !== 'deleted') continue
-      if (!(await this.deps.isHosted(evt.did).catch(() => true))) deletions.add(index)
-    }
+    await Promise.all(
+      [...batch.entries()].map(async ([index, evt]) => {
+        if (evt.type !== 'account' || evt.active || evt.status !== 'deleted') return
+        if (!(await this.deps.isHosted(evt.did).catch(() => true))) deletions.add(index)
+      }),
+    )
     // Which events re-check a handle depends on the outcome of earlier checks (an invalid handle
     // is re-checked hourly, a valid one daily), so plan in rounds: each round resolves, all at
     // once, the first unresolved check of each actor, until the plan needs no more.
@@ -329,17 +331,13 @@ export class Writer {
     const handles = new Map<number, { did: string; handle: string | null }>()
     for (;;) {
       handles.clear()
-      // null: the actor row is gone (its account was deleted earlier in the batch).
-      const planned = new Map<string, { handle: string | null; indexedAt: string } | null>()
+      const plan = new ActorPlan(actors)
       const blocked = new Set<string>()
       const wanted: { index: number; did: string; force: boolean }[] = []
       for (const [index, evt] of batch.entries()) {
-        if (deletions.has(index)) planned.set(evt.did, null)
+        if (deletions.has(index)) plan.remove(evt.did)
         if (!relevant(evt) || evt.type === 'account' || blocked.has(evt.did)) continue
-        const current = planned.has(evt.did)
-          ? (planned.get(evt.did) ?? undefined)
-          : actors.get(evt.did)
-        if (evt.type !== 'identity' && !needsHandleReindex(current, evt.time)) continue
+        if (evt.type !== 'identity' && !needsHandleReindex(plan.get(evt.did), evt.time)) continue
         if (!outcomes.has(index)) {
           wanted.push({ index, did: evt.did, force: evt.type === 'identity' })
           blocked.add(evt.did)
@@ -349,13 +347,7 @@ export class Writer {
         // An unresolvable actor is left as it is, as the stock's failed lookup leaves it.
         if (handle === undefined) continue
         handles.set(index, { did: evt.did, handle })
-        planned.set(evt.did, { handle, indexedAt: evt.time })
-        // A verified handle is taken from whoever held it (setHandle): they now have none.
-        if (handle === null) continue
-        for (const did of new Set([...actors.keys(), ...planned.keys()])) {
-          const a = planned.has(did) ? planned.get(did) : actors.get(did)
-          if (did !== evt.did && a?.handle === handle) planned.set(did, { ...a, handle: null })
-        }
+        plan.set(evt.did, { handle, indexedAt: evt.time })
       }
       if (!wanted.length) break
       await Promise.all(
@@ -365,6 +357,46 @@ export class Writer {
       )
     }
     return { handles, deletions }
+  }
+}
+
+type ActorState = { handle: string | null; indexedAt: string }
+
+/**
+ * Actor rows as the batch will have changed them, for planning handle checks: what setHandle and
+ * deleteAccount will do, without writing. A verified handle moves to its new holder.
+ */
+class ActorPlan {
+  private readonly state: Map<string, ActorState | null>
+  private readonly holder = new Map<string, string>()
+
+  constructor(actors: Map<string, ActorState>) {
+    this.state = new Map(actors)
+    for (const [did, a] of actors) if (a.handle !== null) this.holder.set(a.handle, did)
+  }
+
+  get(did: string): ActorState | undefined {
+    return this.state.get(did) ?? undefined
+  }
+
+  set(did: string, next: ActorState): void {
+    this.release(did)
+    const previous = next.handle === null ? undefined : this.holder.get(next.handle)
+    if (previous !== undefined && previous !== did) {
+      this.state.set(previous, { ...this.state.get(previous)!, handle: null })
+    }
+    if (next.handle !== null) this.holder.set(next.handle, did)
+    this.state.set(did, next)
+  }
+
+  remove(did: string): void {
+    this.release(did)
+    this.state.set(did, null)
+  }
+
+  private release(did: string): void {
+    const handle = this.state.get(did)?.handle
+    if (handle && this.holder.get(handle) === did) this.holder.delete(handle)
   }
 }
 
