@@ -188,4 +188,15 @@ describe('indexer equals the stock indexer on', () => {
       { batchSizes: [1, 500, 24] },
     )
   })
+
+  it('media blobs whose ref is a { $link } map in the CBOR: the record is refused', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'B', ops: [{ create: 'post', rkey: 'p57', media: 'images', jsonShapedBlob: true }] },
+        { by: 'C', ops: [{ create: 'post', rkey: 'p84', media: 'video', jsonShapedBlob: true }] },
+        { by: 'C', ops: [{ create: 'post', rkey: 'p85', media: 'images' }] },
+      ],
+      BOTH,
+    )
+  })
 })

@@ -265,8 +265,10 @@ class Generator {
         if (rng.float() < 0.18)
           p.quote = rng.float() < 0.9 ? this.subject('post') : this.subject('list')
         if (rng.float() < 0.12) p.mention = this.pick(this.accounts)
-        if (rng.float() < 0.2)
+        if (rng.float() < 0.2) {
           p.media = this.pick(['images', 'external', 'video', 'gallery'] as const)
+          if (rng.float() < 0.05) p.jsonShapedBlob = true
+        }
         return p
       }
       case 'like':

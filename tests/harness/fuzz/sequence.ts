@@ -46,6 +46,8 @@ export interface Params {
   /** Embedded record (a quote when it is a post). */
   quote?: Ref
   media?: 'images' | 'external' | 'video' | 'gallery'
+  /** Media blobs whose ref is a `{ $link }` map in the CBOR (bad input). */
+  jsonShapedBlob?: boolean
   mention?: Account
   /** like / repost / listblock / optout: a record; follow / block / listitem / verification: an account. */
   subject?: Ref | Account
@@ -225,9 +227,14 @@ async function strongRef(ref: Ref, cids: Map<string, string>, stale?: boolean) {
   return { uri, cid }
 }
 
-/** A blob as it decodes from CBOR: its ref is a CID, not a `$link` map. */
-const blob = (cid: string, mimeType = 'image/jpeg') =>
-  jsonToLex({ $type: 'blob', ref: { $link: cid }, mimeType, size: 1000 })
+/**
+ * A blob as it decodes from CBOR: its ref is a CID. `jsonShaped`: a ref that is a `{ $link }`
+ * map in the CBOR itself (bad input, which the stock refuses).
+ */
+const blobOf = (cid: string, mimeType = 'image/jpeg', jsonShaped = false) => {
+  const value = { $type: 'blob', ref: { $link: cid }, mimeType, size: 1000 }
+  return jsonShaped ? value : jsonToLex(value)
+}
 
 function subjectDid(p: Params): string {
   const s = p.subject ?? 'A'
@@ -261,7 +268,7 @@ async function build(
           },
         ]
       }
-      const media = p.media ? mediaEmbed(p.media) : undefined
+      const media = p.media ? mediaEmbed(p.media, !!p.jsonShapedBlob) : undefined
       if (p.quote) {
         const record = { $type: 'app.bsky.embed.record', record: await ref(p.quote) }
         post.embed = media ? { $type: 'app.bsky.embed.recordWithMedia', record, media } : record
@@ -350,7 +357,11 @@ async function build(
   }
 }
 
-function mediaEmbed(media: NonNullable<Params['media']>): Record<string, unknown> {
+function mediaEmbed(
+  media: NonNullable<Params['media']>,
+  jsonShaped: boolean,
+): Record<string, unknown> {
+  const blob = (cid: string, mimeType?: string) => blobOf(cid, mimeType, jsonShaped)
   switch (media) {
     case 'images':
       return {
