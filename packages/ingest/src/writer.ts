@@ -256,16 +256,6 @@ export class Writer {
       this.later(() => ops.inc({ ...label, outcome: 'applied' }))
       return
     }
-    let rec: unknown
-    try {
-      rec = plugin.parse(op.record)
-    } catch (err) {
-      if (!(err instanceof InvalidRecordError)) throw err
-      this.later(() => ops.inc({ ...label, outcome: 'invalid' }))
-      const reason = err.message
-      this.later(() => log.warn({ uri, reason }, 'invalid record skipped'))
-      return
-    }
     const ref: RecordRef = {
       uri,
       did: evt.did,
@@ -273,6 +263,18 @@ export class Writer {
       rkey: op.rkey,
       cid: op.cid ?? '',
       indexedAt: evt.time,
+    }
+    let rec: unknown
+    try {
+      rec = plugin.parse(op.record)
+      // Before anything is written: a record the stock drops outright costs its batch nothing.
+      plugin.check?.(ref, rec)
+    } catch (err) {
+      if (!(err instanceof InvalidRecordError)) throw err
+      this.later(() => ops.inc({ ...label, outcome: 'invalid' }))
+      const reason = err.message
+      this.later(() => log.warn({ uri, reason }, 'invalid record skipped'))
+      return
     }
     const write = op.action === 'create' ? createRecord : updateRecord
     const independent =

@@ -82,6 +82,12 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
   /** Lexicon check and shape: throws on an invalid record. */
   parse(record: unknown): Rec
   /**
+   * Conditions on the record and its place alone (no reads) under which the stock drops it
+   * outright: throw InvalidRecordError. Checked before anything is written, so such a record is
+   * skipped and counted without disturbing its batch.
+   */
+  check?(ref: RecordRef, record: Rec): void
+  /**
    * The primary row for this record. May read state (e.g. reply validation). Null keeps the
    * record in `record` only (the stock skips e.g. a profile whose rkey is not `self`); throwing
    * drops the whole record, `record` row included.

@@ -310,7 +310,8 @@ class Generator {
         p.list = this.subject('list')
         return p
       case 'threadgate':
-        p.subject = `${by}/post/${rkey}`
+        // Now and then a gate away from its post, which the stock drops outright.
+        p.subject = rng.float() < 0.08 ? this.subject('post') : `${by}/post/${rkey}`
         if (rng.float() < 0.7) {
           p.allow = (['mention', 'follower', 'following', 'list'] as const).filter(
             () => rng.float() < 0.35,
@@ -320,7 +321,7 @@ class Generator {
         if (rng.float() < 0.4) p.hidden = [this.subject('post')]
         return p
       case 'postgate':
-        p.subject = `${by}/post/${rkey}`
+        p.subject = rng.float() < 0.08 ? this.subject('post') : `${by}/post/${rkey}`
         if (rng.float() < 0.5) p.detached = [this.subject('post')]
         if (rng.float() < 0.5) p.noEmbed = true
         return p

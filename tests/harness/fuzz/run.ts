@@ -39,7 +39,7 @@ export class Fuzzer {
 
   static async start(): Promise<Fuzzer> {
     const world = await startWorld()
-    const stock = await StockIndexer.start(world)
+    const stock = await StockIndexer.start(world.url)
     const ours = await OurIndexerUnderTest.start(world)
     return new Fuzzer(world, stock, ours)
   }

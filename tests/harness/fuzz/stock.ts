@@ -19,9 +19,6 @@ import { freePort } from '../processes.ts'
 import { dropSchemas } from '../stock-network.ts'
 import { wellKnown } from '../well-known.ts'
 import { clearSchema } from './schema.ts'
-import type { WorldServer } from './world.ts'
-
-const QUIET_MS = 3
 
 export type StockClient = ReturnType<typeof createDataPlaneClient>
 type Relay = { socket: () => Promise<WebSocket>; close: () => Promise<void> }
@@ -33,7 +30,8 @@ export class StockIndexer {
   private readonly sub: RepoSubscription
   private readonly server: DataPlaneServer
   private readonly relay: Relay
-  private readonly world: WorldServer
+  /** Calls into the stock's indexing service still running. */
+  private readonly pending: Set<Promise<unknown>>
 
   private constructor(
     schema: string,
@@ -42,9 +40,9 @@ export class StockIndexer {
     server: DataPlaneServer,
     relay: Relay,
     client: StockClient,
-    world: WorldServer,
+    pending: Set<Promise<unknown>>,
   ) {
-    this.world = world
+    this.pending = pending
     this.schema = schema
     this.db = db
     this.sub = sub
@@ -53,8 +51,7 @@ export class StockIndexer {
     this.client = client
   }
 
-  static async start(world: WorldServer): Promise<StockIndexer> {
-    const worldUrl = world.url
+  static async start(worldUrl: string): Promise<StockIndexer> {
     const schema = uniqueName('fuzz_stock')
     const db = new Database({ url: PG_URL, schema, poolSize: 4 })
     await db.migrateToLatestOrThrow()
@@ -62,13 +59,14 @@ export class StockIndexer {
     const idResolver = new IdResolver({ plcUrl: worldUrl, fetch: globalThis.fetch })
     idResolver.handle.resolve = (handle: string) => wellKnown(worldUrl, handle)
     const sub = new RepoSubscription({ service: relay.url, db, idResolver })
+    const pending = watchIndexing(sub)
     await sub.start()
     const port = await freePort()
     const server = await DataPlaneServer.create(db, port, worldUrl, globalThis.fetch)
     const client = createDataPlaneClient(new BasicHostList([`http://127.0.0.1:${port}`]), {
       httpVersion: '1.1',
     })
-    return new StockIndexer(schema, db, sub, server, relay, client, world)
+    return new StockIndexer(schema, db, sub, server, relay, client, pending)
   }
 
   /** Plays frames one at a time, each fully processed before the next is sent. */
@@ -90,19 +88,14 @@ export class StockIndexer {
 
   /**
    * The stock's handler runs the handle check beside the record (Promise.all): when the record
-   * fails, the handler returns while the check goes on, and the next event may race it. Wait
-   * until no lookup and no query has been running for a few milliseconds, so every event sees
-   * the one before it complete, as the stock's per-event order intends.
+   * fails, the handler returns while the check goes on, and the next event could race it. Every
+   * call into the stock's indexing service is watched (not changed), and the next frame waits
+   * for all of them and the recounts they queued, as the stock's per-event order intends.
    */
   private async settled(): Promise<void> {
-    const pool = this.db.pool
-    let lastBusy = Date.now()
-    for (;;) {
-      const { inflight, last } = this.world.activity()
-      const now = Date.now()
-      if (inflight || pool.totalCount - pool.idleCount + pool.waitingCount) lastBusy = now
-      if (now - Math.max(lastBusy, last) >= QUIET_MS) return
-      await new Promise((r) => setTimeout(r, 1))
+    while (this.pending.size) {
+      await Promise.allSettled([...this.pending])
+      await this.sub.processAll()
     }
   }
 
@@ -144,4 +137,27 @@ async function steppingRelay(): Promise<Relay & { url: string }> {
         server.close(() => r())
       }),
   }
+}
+
+/** Wraps the indexing service's entry points so each call's promise is tracked until it ends. */
+function watchIndexing(sub: RepoSubscription): Set<Promise<unknown>> {
+  const pending = new Set<Promise<unknown>>()
+  const svc = sub.indexingSvc as unknown as Record<string, (...args: unknown[]) => unknown>
+  for (const name of [
+    'indexRecord',
+    'deleteRecord',
+    'indexHandle',
+    'deleteActor',
+    'updateActorStatus',
+    'setCommitLastSeen',
+  ]) {
+    const original = svc[name]!.bind(svc)
+    svc[name] = (...args: unknown[]) => {
+      const call = Promise.resolve(original(...args))
+      pending.add(call)
+      void call.catch(() => undefined).finally(() => pending.delete(call))
+      return call
+    }
+  }
+  return pending
 }

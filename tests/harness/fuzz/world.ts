@@ -10,8 +10,6 @@ import type { World } from './sequence.ts'
 export interface WorldServer {
   url: string
   set(world: World): void
-  /** Requests being answered now, and when the last one came or went (ms since the epoch). */
-  activity(): { inflight: number; last: number }
   close(): Promise<void>
 }
 
@@ -20,15 +18,7 @@ export async function startWorld(): Promise<WorldServer> {
   const multibase = key.did().slice('did:key:'.length)
   let world: World = { claims: {}, wellKnown: {}, gone: [] }
   let url = ''
-  let inflight = 0
-  let last = 0
   const server = http.createServer((req, res) => {
-    inflight++
-    last = Date.now()
-    res.on('close', () => {
-      inflight--
-      last = Date.now()
-    })
     const send = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' })
       res.end(typeof body === 'string' ? body : JSON.stringify(body))
@@ -70,7 +60,6 @@ export async function startWorld(): Promise<WorldServer> {
   return {
     url,
     set: (w) => (world = w),
-    activity: () => ({ inflight, last }),
     close: () =>
       new Promise<void>((r) => {
         server.close(() => r())

@@ -1,4 +1,5 @@
 // Small helpers shared by the collection plugins, mirroring how the stock reads lex values.
+import { InvalidRecordError } from '../lexicon.ts'
 import { AtUri } from '../util.ts'
 
 type Obj = Record<string, unknown>
@@ -31,4 +32,13 @@ export function gateUriOf(postUri: string, gate: 'threadgate' | 'postgate'): str
   const uri = new AtUri(postUri)
   if (uri.collection === 'app.bsky.feed.post') uri.collection = `app.bsky.feed.${gate}`
   return uri.toString()
+}
+
+/** An at-uri of a record's field; an unparseable one makes the record invalid. */
+export function parseUri(uri: string, what: string): AtUri {
+  try {
+    return new AtUri(uri)
+  } catch (err) {
+    throw new InvalidRecordError(`bad ${what} uri ${uri}: ${(err as Error).message}`)
+  }
 }

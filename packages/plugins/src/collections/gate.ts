@@ -1,8 +1,9 @@
 // Thread gates and post gates share one shape: a record beside its post (same repo and rkey),
 // at most one per post, whose presence is mirrored as a flag on the post row.
-import { assertRecord } from '../lexicon.ts'
-import type { RecordPlugin } from '../types.ts'
+import { assertRecord, InvalidRecordError } from '../lexicon.ts'
+import type { RecordPlugin, RecordRef } from '../types.ts'
 import { AtUri, normalizeDate } from '../util.ts'
+import { parseUri } from './common.ts'
 
 interface GateRecord {
   post: string
@@ -18,17 +19,23 @@ export function gatePlugin<Rec extends GateRecord, T extends 'thread_gate' | 'po
   label: string
 }): RecordPlugin<Rec, T> {
   const { collection, table, flag, label } = opts
+  // A gate lives beside its post (same repo, same rkey); the stock drops any other outright.
+  const check = (ref: RecordRef, rec: Rec) => {
+    const post = parseUri(rec.post, `${label} post`)
+    if (post.host !== ref.did || post.rkey !== ref.rkey) {
+      throw new InvalidRecordError(`Creator and rkey of ${label} does not match its post`)
+    }
+  }
   return {
     collection,
     table,
     parse: (record) => assertRecord<Rec>(collection, record),
 
+    check,
+
     async toRow(_db, ref, rec) {
-      const post = new AtUri(rec.post)
-      // A gate lives beside its post (same repo, same rkey); the stock drops any other outright.
-      if (post.host !== ref.did || post.rkey !== ref.rkey) {
-        throw new Error(`Creator and rkey of ${label} does not match its post`)
-      }
+      // Also reached by a promoted duplicate, which was checked when it came.
+      check(ref, rec)
       return {
         uri: ref.uri,
         cid: ref.cid,

@@ -1,7 +1,8 @@
 import type { AppBskyGraphListitem } from '@atproto/api'
-import { assertRecord } from '../lexicon.ts'
+import { assertRecord, InvalidRecordError } from '../lexicon.ts'
 import type { RecordPlugin } from '../types.ts'
-import { AtUri, normalizeDate } from '../util.ts'
+import { normalizeDate } from '../util.ts'
+import { parseUri } from './common.ts'
 
 type ListItem = AppBskyGraphListitem.Record
 
@@ -11,11 +12,16 @@ export const listItem: RecordPlugin<ListItem, 'list_item'> = {
   independent: true,
   parse: (record) => assertRecord<ListItem>('app.bsky.graph.listitem', record),
 
-  async toRow(_db, ref, rec) {
-    // Only a list's owner may add to it: the stock drops the record outright otherwise.
-    if (new AtUri(rec.list).host !== ref.did) {
-      throw new Error('Creator of listitem does not match creator of list')
+  // Only a list's owner may add to it: the stock drops the record outright otherwise.
+  check(ref, rec) {
+    if (parseUri(rec.list, 'list').host !== ref.did) {
+      throw new InvalidRecordError('Creator of listitem does not match creator of list')
     }
+  },
+
+  async toRow(_db, ref, rec) {
+    // Also reached by a promoted duplicate, which was checked when it came.
+    listItem.check!(ref, rec)
     return {
       uri: ref.uri,
       cid: ref.cid,
