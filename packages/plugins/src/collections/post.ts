@@ -84,12 +84,8 @@ export const post: RecordPlugin<Post, 'post'> = {
     if (quoted) {
       // The quote row is inserted unless one with this uri outlived its post (an account
       // deletion leaves quote rows, as the stock does): then the old row stays and counts.
-      const kept = await db
-        .selectFrom('quote')
-        .where('uri', '=', row.uri)
-        .select('uri')
-        .executeTakeFirst()
-      counters.push(quoteDelta(quoted.uri, kept ? 0 : 1))
+      const kept = await ownQuoteSubject(db, row.uri)
+      counters.push(quoteDelta(quoted.uri, kept === undefined ? 1 : 0))
     }
     return { rows, counters, notifications: await notificationsFor(db, row, rec) }
   },
@@ -131,18 +127,14 @@ export const post: RecordPlugin<Post, 'post'> = {
     const quoted = !!embedded && new AtUri(embedded.embedUri).collection === post.collection
     const rows: RowWrite[] = embedDeletes(row.uri, quoted)
     const counters = postCounters(row, -1)
-    if (quoted) {
+    if (embedded && quoted) {
       // Its own quote row, unless it went already (with the quotes of this post, for a post
       // quoting itself).
-      const own = await db
-        .selectFrom('quote')
-        .where('uri', '=', row.uri)
-        .select('subject')
-        .executeTakeFirst()
-      if (own) counters.push(quoteDelta(own.subject, -1))
+      const own = await ownQuoteSubject(db, row.uri)
+      if (own !== undefined) counters.push(quoteDelta(own, -1))
+      // The stock recounts the quoted post's row even when nothing changed: it exists after.
+      counters.push(quoteDelta(embedded.embedUri, 0))
     }
-    // The stock recounts the quoted post's row even when nothing changed: it exists after.
-    if (embedded && quoted) counters.push(quoteDelta(embedded.embedUri, 0))
     const notifications =
       replacedBy && replacedByRecord ? await notificationsFor(db, replacedBy, replacedByRecord) : []
     return { rows, counters, notifications, deleteNotificationsFor: [row.uri] }
@@ -167,6 +159,16 @@ function postCounters(row: PostRow, sign: 1 | -1): Counter[] {
  * which mixes quotes of posts with identical content and splits quotes across edits of one
  * post, and leaves the count of a deleted post's quotes as it was.)
  */
+/** The subject of the quote row a post at this uri holds, if one exists. */
+async function ownQuoteSubject(db: Reader, uri: string): Promise<string | undefined> {
+  const own = await db
+    .selectFrom('quote')
+    .where('uri', '=', uri)
+    .select('subject')
+    .executeTakeFirst()
+  return own?.subject
+}
+
 const quoteDelta = (subject: string, delta: number): Counter => ({
   table: 'post_agg',
   key: subject,
