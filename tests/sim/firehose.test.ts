@@ -290,8 +290,9 @@ describe('local network', () => {
 
     const timeline = await client.getTimeline({ actorDid: follower, limit: 50 })
     const uris = timeline.items.map((i) => i.uri)
-    // Newest first: the three new posts lead the timeline.
-    expect(uris.slice(0, 3)).toEqual(posts.map((p) => p.uri).reverse())
+    // The three new posts lead the timeline. They can share a millisecond, and the stock orders
+    // equal sortAt by cid, so their order among themselves is not the emission order.
+    expect(uris.slice(0, 3).sort()).toEqual(posts.map((p) => p.uri).sort())
   })
 
   it('our indexer, verifying signatures and MST proofs, indexes the same records', async () => {
