@@ -25,6 +25,10 @@ export function createPgDb(opts: PgDbOptions): Db {
   assertSchemaName(schema)
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, types })
   pool.on('error', opts.onPoolError ?? ((err) => console.error('postgres pool error', err)))
+  // A checked-out client has no error listener (the pool's is only on idle ones), so a connection
+  // lost mid-query, even mid-COMMIT, would crash the process. The query in flight fails with the
+  // error and the pool drops the broken client when it is released, so nothing more is needed.
+  pool.on('connect', (client) => client.on('error', () => {}))
   const db = new Kysely<DatabaseSchema>({
     dialect: new PostgresDialect({
       pool,
