@@ -2,6 +2,8 @@
 // a restart resumes exactly after the last applied batch (exactly-once effects). Network lookups
 // (handles, account hosting) happen before the transaction opens. A failing event is isolated
 // with savepoints and skipped (counted and logged), never taking its neighbours down with it.
+// A COMMIT whose reply is lost is settled by asking Postgres, so a batch's changes reach the
+// listeners exactly once whether or not it committed.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { InvalidRecordError, pluginFor, parseRecord, type RecordRef } from '@openplane/plugins'
@@ -64,6 +66,25 @@ export type CommitListener = (
   committed: { source: string; cursor: number },
 ) => void
 
+/** What an attempt that committed hands on: its row changes, and its metrics and logs. */
+interface Outcome {
+  changes: Change[]
+  pending: (() => void)[]
+}
+
+/** An attempt whose COMMIT was sent but not answered: it may or may not have committed. */
+interface Unsettled extends Outcome {
+  /** Its transaction id, for txid_status(). */
+  xid: string
+  /** Seqs of its batch, in order. */
+  seqs: number[]
+  cursor: number
+}
+
+/** How long to wait for a transaction that is still open to end before giving up for now. */
+const SETTLE_TRIES = 20
+const SETTLE_WAIT_MS = 100
+
 interface Prepared {
   /** Handle to write at this event index: did → value. */
   handles: Map<number, { did: string; handle: string | null }>
@@ -80,6 +101,8 @@ export class Writer {
   private pending: (() => void)[] = []
   private changes = new ChangeLog()
   private listeners: CommitListener[] = []
+  /** Per source, the attempt whose commit is still to be settled (see settle()). */
+  private readonly unsettled = new Map<string, Unsettled>()
 
   /**
    * Called after each batch commits, with its watched row changes (follows, feed items; maybe
@@ -107,37 +130,113 @@ export class Writer {
     this.deps = deps
   }
 
+  /**
+   * Writes the batch, then hands its changes to the listeners. Throws when it could not be
+   * written, or when Postgres cannot say whether an unanswered COMMIT went through; the caller
+   * retries with the same batch, and a part of it found committed then is not written again.
+   */
   async applyBatch(source: string, batch: IngestEvent[]): Promise<void> {
     if (!batch.length) return
+    const held = this.unsettled.get(source)
+    if (held) {
+      const committed = await this.settle(held)
+      this.unsettled.delete(source)
+      if (committed) {
+        log.info({ source, cursor: held.cursor }, 'an unanswered batch commit had gone through')
+        this.deliver(source, held.cursor, held)
+        const retried = held.seqs.every((seq, i) => batch[i]?.seq === seq)
+        if (retried) batch = batch.slice(held.seqs.length)
+        if (!batch.length) return
+      }
+    }
     batchEvents.observe(batch.length)
     const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
     const prepared = await this.prepare(batch)
     const prepareSecs = endPrepare()
     const endWrite = batchSeconds.startTimer({ phase: 'write' })
     const cursor = batch[batch.length - 1]!.seq
+    let outcome = await this.attempt(source, batch, prepared, cursor, false)
+    if ('err' in outcome) {
+      // Something in the batch failed: redo it with each event behind a savepoint.
+      const { err } = outcome
+      log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
+      outcome = await this.attempt(source, batch, prepared, cursor, true)
+      if ('err' in outcome) throw outcome.err
+    }
+    const writeSecs = endWrite()
+    this.deliver(source, cursor, outcome)
+    log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')
+  }
+
+  /**
+   * One transaction over the batch: its outcome if it committed, or the error if it surely did
+   * not. When the COMMIT itself failed, the connection may have died after Postgres committed,
+   * so Postgres is asked; while it cannot tell, the attempt is kept for the next call and this
+   * throws.
+   */
+  private async attempt(
+    source: string,
+    batch: IngestEvent[],
+    prepared: Prepared,
+    cursor: number,
+    isolate: boolean,
+  ): Promise<Outcome | { err: unknown }> {
+    const sent: { xid?: string } = {}
+    let failure: { err: unknown } | undefined
     try {
       await this.db
         .transaction()
-        .execute((tx) => this.run(tx, source, batch, prepared, cursor, false))
+        .execute((tx) => this.run(tx, source, batch, prepared, cursor, isolate, sent))
     } catch (err) {
-      // Something in the batch failed: redo it with each event behind a savepoint.
-      log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
-      await this.db
-        .transaction()
-        .execute((tx) => this.run(tx, source, batch, prepared, cursor, true))
+      failure = { err }
     }
-    const writeSecs = endWrite()
-    for (const emit of this.pending) emit()
+    const outcome: Outcome = { changes: this.changes.take(), pending: this.pending }
     this.pending = []
-    const changes = this.changes.take()
+    if (!failure) return outcome
+    // The xid comes from the last statement before COMMIT: without it, COMMIT was never sent.
+    if (sent.xid === undefined) return failure
+    const xid = sent.xid
+    log.warn({ err: failure.err, source, xid }, 'batch commit unanswered; asking Postgres')
+    const held: Unsettled = { ...outcome, xid, seqs: batch.map((e) => e.seq), cursor }
+    this.unsettled.set(source, held)
+    const committed = await this.settle(held)
+    this.unsettled.delete(source)
+    if (!committed) return failure
+    log.info({ source, xid }, 'the unanswered batch commit had gone through')
+    return outcome
+  }
+
+  /**
+   * Whether the held attempt's transaction committed, asked on another connection. Throws while
+   * Postgres cannot say (unreachable, or the transaction still open after a while): never guess.
+   */
+  private async settle(held: Unsettled): Promise<boolean> {
+    for (let tries = 1; ; tries++) {
+      const { rows } = await sql<{ status: string | null }>`
+        select txid_status(${held.xid}::bigint) as status`.execute(this.db)
+      const status = rows[0]?.status ?? null
+      if (status === 'committed') return true
+      if (status === 'aborted') return false
+      // In progress: the server has not noticed the lost connection yet, or is still committing.
+      if (status !== 'in progress' || tries >= SETTLE_TRIES) {
+        throw new Error(
+          `outcome of batch transaction ${held.xid} unknown: ${status ?? 'no status'}`,
+        )
+      }
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT_MS))
+    }
+  }
+
+  /** Emits a committed attempt's metrics and logs and hands its changes to the listeners. */
+  private deliver(source: string, cursor: number, outcome: Outcome): void {
+    for (const emit of outcome.pending) emit()
     for (const listener of this.listeners) {
       try {
-        listener(changes, { source, cursor })
+        listener(outcome.changes, { source, cursor })
       } catch (err) {
         log.error({ err }, 'change listener failed')
       }
     }
-    log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')
   }
 
   private async run(
@@ -147,6 +246,8 @@ export class Writer {
     prepared: Prepared,
     cursor: number,
     isolate: boolean,
+    /** Receives the transaction id once the last statement before COMMIT has run. */
+    sent: { xid?: string },
   ): Promise<void> {
     this.pending = []
     this.bulkRun = []
@@ -176,11 +277,14 @@ export class Writer {
     await counters.flush(tx)
     await notifications.flush(tx)
     await setCommitsLastSeen(tx, seen)
-    await tx
+    // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went through.
+    const row = await tx
       .insertInto('openplane_cursor')
       .values({ source, seq: cursor })
       .onConflict((oc) => oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }))
-      .execute()
+      .returning(sql<string>`txid_current()::text`.as('xid'))
+      .executeTakeFirstOrThrow()
+    sent.xid = row.xid
   }
 
   private async applyEvent(
