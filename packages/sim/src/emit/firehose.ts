@@ -110,13 +110,23 @@ class EncodedFrame extends MessageFrame<{ seq: number }> {
   }
 }
 
-/** The #commit frame of a signed single-op create: header, body, CAR of commit + new blocks. */
+/**
+ * The #commit frame of a signed commit: header, body (its ops with their prev CIDs), CAR of the
+ * commit + its blocks. Map keys are written in DAG-CBOR order (shorter first, then bytewise).
+ */
 export function commitFrame(w: CborWriter, seq: number, time: string, c: SignedCommit): Buffer {
   const car = carFile(w, c.commit, [{ cid: c.commit, bytes: c.commitBytes }, ...c.blocks])
   const header = w.map(2).text('t').text('#commit').text('op').uint(1).finish()
   w.map(c.prevData === null ? 11 : 12)
-  w.text('ops').array(1)
-  w.map(3).text('cid').cid(c.recordCid).text('path').text(c.path).text('action').text('create')
+  w.text('ops').array(c.ops.length)
+  for (const op of c.ops) {
+    // A create has no prev: the lexicon's prev is optional, not nullable, so it is left out.
+    w.map(op.prev === null ? 3 : 4)
+    w.text('cid').cidOrNull(op.cid)
+    w.text('path').text(op.path)
+    if (op.prev !== null) w.text('prev').cid(op.prev)
+    w.text('action').text(op.action)
+  }
   w.text('rev').text(c.rev)
   w.text('seq').uint(seq)
   w.text('repo').text(c.did)

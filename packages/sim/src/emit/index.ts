@@ -16,9 +16,20 @@ export { CborWriter, carFile, cidOf, cidToString, type Block, type CidBin } from
 export { LocalFirehose, SUBSCRIBE_REPOS, type FirehoseOptions } from './firehose.ts'
 export { privateKeyFor, SimKeys, type SimKeysOptions } from './keys.ts'
 export { PlcStub, type DidDocument, type PlcStubOptions } from './plc.ts'
-export { keyLayer, Mst, SimRepo, type PreparedCommit, type SignedCommit } from './repos.ts'
+export {
+  keyLayer,
+  MAX_COMMIT_OPS,
+  Mst,
+  SimRepo,
+  type CommitOp,
+  type OpAction,
+  type PreparedCommit,
+  type PreparedCreate,
+  type RepoWrite,
+  type SignedCommit,
+} from './repos.ts'
 export { SignerPool } from './signer.ts'
-export { checkCommitFrame, type CheckedCommit } from './verify.ts'
+export { checkCommitFrame, ReferenceMst, referenceMstRoot, type CheckedCommit } from './verify.ts'
 
 export interface LocalNetworkOptions {
   /** Seeds the users' signing keys (and the TID clock id): same seed, same keys. */

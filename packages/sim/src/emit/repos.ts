@@ -1,7 +1,8 @@
 // Per-user repositories, kept just well enough to sign real commits: the Merkle Search Tree of the
 // user's records (as atproto repo v3 defines it), held in memory with each node's CID, so a record
-// create costs the nodes on its path. Record bodies are not kept (only their CIDs, in the tree):
-// the tree and the commit chain (rev, since, prevData) are all a next commit needs.
+// create, update or delete costs the nodes on its path. Record bodies are not kept (only their
+// CIDs, in the tree): the tree and the commit chain (rev, since, prevData) are all a next commit
+// needs, and the tree holds each record's current CID, which update and delete ops carry as prev.
 import { createHash } from 'node:crypto'
 import type { Secp256k1Keypair } from '@atproto/crypto'
 import { type Block, CborWriter, type CidBin, cidOf } from './cbor.ts'
@@ -113,6 +114,41 @@ function insertAt(node: MstNode, key: string, layer: number, value: CidBin): voi
   }
 }
 
+/**
+ * Joins two subtrees of one layer, every key of `a` below every key of `b`, into one: the
+ * inverse of split. Only the nodes where they meet change: the right spine of `a` and the left
+ * spine of `b`, merged pairwise down to where one side runs out, below which the other side's
+ * subtree is kept as is (with its CID). `a` is reused as the joined node.
+ */
+function merge(a: MstNode | null, b: MstNode | null): MstNode | null {
+  if (!a) return b
+  if (!b) return a
+  a.cid = null
+  const n = a.entries.length
+  a.setSlot(n, merge(a.slot(n), b.left))
+  for (const e of b.entries) a.entries.push(e)
+  return a
+}
+
+/**
+ * Removes `key`, which the subtree holds, and returns the subtree, or null once it has nothing
+ * left: an empty node is never written, its parent points to nothing instead (as the canonical
+ * tree has it). Every node on the key's path changes.
+ */
+function removeAt(node: MstNode, key: string): MstNode | null {
+  node.cid = null
+  const i = upper(node.entries, key)
+  if (i > 0 && node.entries[i - 1]!.key === key) {
+    // The subtrees on either side of the entry become one, in the slot the entry leaves.
+    const merged = merge(node.slot(i - 1), node.entries[i - 1]!.right)
+    node.entries.splice(i - 1, 1)
+    node.setSlot(i - 1, merged)
+  } else {
+    node.setSlot(i, removeAt(node.slot(i)!, key))
+  }
+  return node.isEmpty() ? null : node
+}
+
 function commonPrefix(a: string, b: string): number {
   const n = Math.min(a.length, b.length)
   let i = 0
@@ -149,10 +185,32 @@ function flush(node: MstNode, w: CborWriter, out: Block[]): CidBin {
   return cid
 }
 
+export type OpAction = 'create' | 'update' | 'delete'
+
 /** The tree alone, for building and checking roots without commits. */
 export class Mst {
   private root: MstNode | null = null
   size = 0
+  /** Nodes on the path to the key last looked up by find(), root first (reused: no garbage). */
+  private readonly path: MstNode[] = []
+
+  /** The node holding `key` and the entry's index, with `path` set to the nodes down to it. */
+  private find(key: string): { node: MstNode; index: number } | null {
+    this.path.length = 0
+    for (let node = this.root; node;) {
+      this.path.push(node)
+      const i = upper(node.entries, key)
+      if (i > 0 && node.entries[i - 1]!.key === key) return { node, index: i - 1 }
+      node = node.slot(i)
+    }
+    return null
+  }
+
+  /** The CID stored under `key`, null if absent. */
+  get(key: string): CidBin | null {
+    const found = this.find(key)
+    return found ? found.node.entries[found.index]!.value : null
+  }
 
   add(key: string, value: CidBin): void {
     const layer = keyLayer(key)
@@ -165,6 +223,38 @@ export class Mst {
     this.size++
   }
 
+  /**
+   * Points an existing `key` at `value` and returns the CID it had. The tree's shape does not
+   * change (a key's place depends on the key alone): only the nodes on its path are new.
+   */
+  update(key: string, value: CidBin): CidBin {
+    const found = this.find(key)
+    if (!found) throw new Error(`record not found: ${key}`)
+    const entry = found.node.entries[found.index]!
+    const prev = entry.value
+    entry.value = value
+    for (const node of this.path) node.cid = null
+    return prev
+  }
+
+  /**
+   * Removes `key` and returns the CID it had. The subtrees on either side of its entry merge
+   * (recursively, along the spines where they meet), a node left empty disappears, and a root
+   * left with no entries gives way to its only child, down to the first node with entries: the
+   * tree is then exactly the one built from the remaining keys alone. An empty tree stays valid
+   * (its root is the empty node).
+   */
+  delete(key: string): CidBin {
+    // Looked up first so that a missing key leaves every node (and its CID) as it was.
+    const prev = this.get(key)
+    if (prev === null) throw new Error(`record not found: ${key}`)
+    let root = removeAt(this.root!, key)
+    while (root && root.entries.length === 0) root = root.left
+    this.root = root
+    this.size--
+    return prev
+  }
+
   /** The root CID after serializing what changed; the new node blocks go to `out`. */
   commit(w: CborWriter, out: Block[]): CidBin {
     if (this.root) return flush(this.root, w, out)
@@ -175,18 +265,38 @@ export class Mst {
   }
 
   /**
+   * Adds to `out` (after commit()) the nodes a consumer needs to undo an op on `key` in the new
+   * tree (sync v1.1 inversion), beyond the new nodes already there, which most of them are:
+   * - create: proveNeighbours (undoing it deletes the key, merging its neighbours);
+   * - update: the path to the key (undoing it puts back prev in place);
+   * - delete: the search path of the key down to the bottom of the tree, which proves it absent
+   *   and is what undoing it (inserting it back, splitting the subtree where it goes) reads.
+   * An untouched node is re-encoded from its children's CIDs (its bytes are not kept).
+   */
+  proveOp(action: OpAction, key: string, w: CborWriter, out: Block[]): void {
+    if (action === 'create') return this.proveNeighbours(key, w, out)
+    const add = this.prover(w, out)
+    let node = this.root
+    while (node) {
+      add(node)
+      const i = upper(node.entries, key)
+      if (i > 0 && node.entries[i - 1]!.key === key) {
+        if (action === 'update') return
+        throw new Error(`deleted key still in tree: ${key}`)
+      }
+      node = node.slot(i)
+    }
+    if (action === 'update') throw new Error(`key not in tree: ${key}`)
+  }
+
+  /**
    * Adds to `out` (after commit()) the nodes that prove `key` and its neighbours, which is what
    * undoing its create needs (sync v1.1): the path to the key, the right spine of the subtree
    * just before it and the left spine of the one just after. Most are new nodes already in
    * `out`; an untouched neighbour subtree is re-encoded from its children's CIDs.
    */
   proveNeighbours(key: string, w: CborWriter, out: Block[]): void {
-    const have = new Set(out.map((b) => b.cid))
-    const add = (node: MstNode) => {
-      if (have.has(node.cid!)) return
-      have.add(node.cid!)
-      out.push({ cid: node.cid!, bytes: encodeNode(node, w) })
-    }
+    const add = this.prover(w, out)
     for (let node = this.root; node;) {
       add(node)
       const i = upper(node.entries, key)
@@ -202,9 +312,44 @@ export class Mst {
     }
     throw new Error(`key not in tree: ${key}`)
   }
+
+  /** Adds a serialized node's block to `out` unless a block with its CID is there already. */
+  private prover(w: CborWriter, out: Block[]): (node: MstNode) => void {
+    const have = new Set(out.map((b) => b.cid))
+    return (node) => {
+      if (have.has(node.cid!)) return
+      have.add(node.cid!)
+      out.push({ cid: node.cid!, bytes: encodeNode(node, w) })
+    }
+  }
 }
 
 const KEY_RE = /^[a-zA-Z0-9.-]{1,317}\/[a-zA-Z0-9._:~-]{1,512}$/
+
+/** Ops a #commit frame may carry (the subscribeRepos lexicon's maxLength). */
+export const MAX_COMMIT_OPS = 200
+
+/** One write a commit is asked to make. */
+export interface RepoWrite {
+  action: OpAction
+  collection: string
+  rkey: string
+  /** The record a create or update stores; a delete has none. */
+  record?: Block
+}
+
+/** One op of a commit, as its frame lists it. */
+export interface CommitOp {
+  action: OpAction
+  path: string
+  /** CID of the record written; null for a delete. */
+  cid: CidBin | null
+  /**
+   * CID the path held before the commit, for update and delete (sync v1.1: consumers undo the op
+   * with it to check prevData); null for a create.
+   */
+  prev: CidBin | null
+}
 
 /** A commit ready to sign: the unsigned commit bytes plus everything its frame needs. */
 export interface PreparedCommit {
@@ -215,11 +360,19 @@ export interface PreparedCommit {
   /** MST root of the previous commit (sync v1.1), null for the first. */
   prevData: CidBin | null
   data: CidBin
+  ops: CommitOp[]
+  unsigned: Buffer
+  /**
+   * The records written, the new MST nodes and the untouched ones undoing the ops reads: with the
+   * commit, the CAR slice of the event.
+   */
+  blocks: Block[]
+}
+
+/** A commit of one create, with its path and record CID at hand. */
+export interface PreparedCreate extends PreparedCommit {
   path: string
   recordCid: CidBin
-  unsigned: Buffer
-  /** The record and the new MST nodes: with the commit, the CAR slice of the event. */
-  blocks: Block[]
 }
 
 export interface SignedCommit extends PreparedCommit {
@@ -244,20 +397,63 @@ export class SimRepo {
     return this.mst.size
   }
 
+  /** The CID of the record at `collection/rkey`, null if there is none. */
+  recordCid(collection: string, rkey: string): CidBin | null {
+    return this.mst.get(`${collection}/${rkey}`)
+  }
+
   /**
-   * Adds a record and prepares the commit that says so. `rev` must be a TID greater than every
-   * earlier rev of this repo. Synchronous: the repo moves on at once, only signing is left.
+   * Applies the writes (each to a different path; usually one) and prepares the commit that says
+   * so. `rev` must be a TID greater than every earlier rev of this repo. Synchronous: the repo
+   * moves on at once, only signing is left. Every write is checked before any is applied (a
+   * create's path must be free, an update's or delete's must hold a record), so a refused commit
+   * leaves the repo as it was.
    */
-  create(w: CborWriter, collection: string, rkey: string, record: Block, rev: string) {
-    const path = `${collection}/${rkey}`
-    if (!KEY_RE.test(path)) throw new Error(`invalid record path: ${path}`)
+  commit(w: CborWriter, writes: readonly RepoWrite[], rev: string): PreparedCommit {
+    if (writes.length === 0 || writes.length > MAX_COMMIT_OPS) {
+      throw new Error(`a commit has 1..${MAX_COMMIT_OPS} ops, got ${writes.length}`)
+    }
     if (this.rev !== null && rev <= this.rev) {
       throw new Error(`rev ${rev} is not after ${this.rev} (${this.did})`)
     }
-    this.mst.add(path, record.cid)
-    const blocks: Block[] = [record]
+    const ops: CommitOp[] = []
+    // Two ops on one path would make the ops' order matter to a consumer undoing them.
+    const paths = writes.length > 1 ? new Set<string>() : null
+    for (const { action, collection, rkey, record } of writes) {
+      if (action !== 'create' && action !== 'update' && action !== 'delete') {
+        throw new Error(`unknown action: ${String(action)}`)
+      }
+      const path = `${collection}/${rkey}`
+      if (!KEY_RE.test(path)) throw new Error(`invalid record path: ${path}`)
+      if (paths) {
+        if (paths.has(path)) throw new Error(`two ops on ${path} in one commit`)
+        paths.add(path)
+      }
+      const prev = this.mst.get(path)
+      if (action === 'create' ? prev !== null : prev === null) {
+        throw new Error(`cannot ${action} ${path} (${this.did}): ${prev ? 'exists' : 'not found'}`)
+      }
+      if ((action === 'delete') !== (record === undefined)) {
+        throw new Error(`${action} of ${path}: ${record ? 'a delete has no' : 'needs a'} record`)
+      }
+      ops.push({ action, path, cid: record ? record.cid : null, prev })
+    }
+    const blocks: Block[] = []
+    for (const [i, op] of ops.entries()) {
+      if (op.action === 'delete') {
+        this.mst.delete(op.path)
+        continue
+      }
+      if (op.action === 'create') this.mst.add(op.path, op.cid!)
+      else this.mst.update(op.path, op.cid!)
+      // Two writes of identical records share one block.
+      const record = writes[i]!.record!
+      if (ops.length === 1 || !blocks.some((b) => b.cid === record.cid)) blocks.push(record)
+    }
     const data = this.mst.commit(w, blocks)
-    this.mst.proveNeighbours(path, w, blocks)
+    // Several ops: each op's proof in the final tree, together (as the reference PDS sends, one
+    // covering proof per write); a consumer undoing them one by one finds what each needs.
+    for (const op of ops) this.mst.proveOp(op.action, op.path, w, blocks)
     const unsigned = w
       .map(5)
       .text('did')
@@ -277,8 +473,7 @@ export class SimRepo {
       since: this.rev,
       prevData: this.data,
       data,
-      path,
-      recordCid: record.cid,
+      ops,
       unsigned,
       blocks,
     }
@@ -286,10 +481,26 @@ export class SimRepo {
     this.data = data
     return prepared
   }
+
+  /** Adds a record: commit() of one create. */
+  create(
+    w: CborWriter,
+    collection: string,
+    rkey: string,
+    record: Block,
+    rev: string,
+  ): PreparedCreate {
+    const c = this.commit(w, [{ action: 'create', collection, rkey, record }], rev)
+    return Object.assign(c, { path: c.ops[0]!.path, recordCid: record.cid })
+  }
 }
 
 /** Encodes the signed commit (the unsigned one plus `sig`) and its CID. */
-export function signedCommit(w: CborWriter, c: PreparedCommit, sig: Uint8Array): SignedCommit {
+export function signedCommit<C extends PreparedCommit>(
+  w: CborWriter,
+  c: C,
+  sig: Uint8Array,
+): C & SignedCommit {
   const commitBytes = w
     .map(6)
     .text('did')
