@@ -14,6 +14,7 @@ import {
   readUserbaseParams,
   writeScenario,
 } from './files.ts'
+import { CORPUS_COMMANDS, CORPUS_USAGE, corpusCommand } from './corpus/cli.ts'
 import { generateScenarios } from './generate.ts'
 import { formatLoadReport, loadUserbase } from './load.ts'
 import type { PlanEntry, UserbaseParams } from './params.ts'
@@ -53,6 +54,7 @@ const USAGE = `usage: pnpm sim <command>
       writes <out>/<label>/ per run and <out>/compare.html, prints the comparison table
   report <run-dir> [<run-dir>] [--out <file>] [--title <text>]
       re-render the report of a run (or compare two) from run.json
+${CORPUS_USAGE}
 
 run options:
   --out <dir>               run directory (default .data/sim-runs/<time>-<label>)
@@ -82,6 +84,7 @@ run options:
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv
+  if (cmd && CORPUS_COMMANDS.has(cmd) && !rest.includes('--help')) return corpusCommand(cmd, rest)
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,

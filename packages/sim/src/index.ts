@@ -79,3 +79,22 @@ export {
 } from './emit/index.ts'
 export * from './run/index.ts'
 export * from './report/index.ts'
+export {
+  ACTIONS,
+  CorpusReader,
+  CorpusWriter,
+  DEFAULT_FIREHOSE,
+  DEFAULT_MIX,
+  drainFirehose,
+  FirehoseGenerator,
+  mixShares,
+  parseFirehoseParams,
+  recordFirehose,
+  ReplayServer,
+  type Action,
+  type CorpusHeader,
+  type CorpusSummary,
+  type FirehoseParams,
+  type Mix,
+  type ReplayStatus,
+} from './corpus/index.ts'

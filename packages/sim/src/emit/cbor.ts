@@ -30,6 +30,29 @@ export function cidToString(cid: CidBin): string {
   return out
 }
 
+/** A CID link inside a value written with `CborWriter.value`. */
+export class Link {
+  readonly cid: CidBin
+  constructor(cid: CidBin) {
+    this.cid = cid
+  }
+}
+
+export type CborValue =
+  | string
+  | number
+  | boolean
+  | null
+  | Uint8Array
+  | Link
+  | CborValue[]
+  | { [key: string]: CborValue | undefined }
+
+/** DAG-CBOR map key order: shorter keys first, then bytewise (keys here are ASCII). */
+function dagCborKeyOrder(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0)
+}
+
 export class CborWriter {
   private buf: Buffer
   private pos = 0
@@ -142,6 +165,29 @@ export class CborWriter {
 
   array(n: number): this {
     this.head(4, n)
+    return this
+  }
+
+  /**
+   * Any plain value in DAG-CBOR: maps get their keys in canonical order (shorter first, then
+   * bytewise), integers only (DAG-CBOR records carry no floats), CID links as `Link`.
+   */
+  value(v: CborValue): this {
+    if (v === null) return this.null()
+    if (typeof v === 'string') return this.text(v)
+    if (typeof v === 'boolean') return this.bool(v)
+    if (typeof v === 'number') return v < 0 ? this.negint(v) : this.uint(v)
+    if (v instanceof Link) return this.cid(v.cid)
+    if (v instanceof Uint8Array) return this.bytes(v)
+    if (Array.isArray(v)) {
+      this.array(v.length)
+      for (const item of v) this.value(item)
+      return this
+    }
+    const keys = Object.keys(v).filter((k) => v[k] !== undefined)
+    keys.sort(dagCborKeyOrder)
+    this.map(keys.length)
+    for (const k of keys) this.text(k).value(v[k]!)
     return this
   }
 

@@ -9,15 +9,9 @@ import type { AddressInfo } from 'node:net'
 import { didFor, handleFor, idForDid } from '../ids.ts'
 import type { SimKeys } from './keys.ts'
 
-export interface PlcStubOptions {
+export interface PlcStubOptions extends PlcDocumentsOptions {
   host: string
   port: number
-  keys: SimKeys
-  handleDomain: string
-  /** Highest simulated user id: DIDs of other ids are unknown. */
-  users: number
-  /** The PDS URL the documents point at. */
-  pdsUrl: string
 }
 
 export interface DidDocument {
@@ -34,38 +28,32 @@ const CONTEXT = [
   'https://w3id.org/security/suites/secp256k1-2019/v1',
 ]
 
-export class PlcStub {
-  readonly host: string
-  private readonly server: http.Server
-  private readonly opts: PlcStubOptions
+export interface PlcDocumentsOptions {
+  keys: SimKeys
+  handleDomain: string
+  /** Highest simulated user id: DIDs of other ids are unknown. */
+  users: number
+  /** The PDS URL the documents point at. */
+  pdsUrl: string
+}
+
+export interface PlcAnswer {
+  status: number
+  body: unknown
+  type: string
+}
+
+/** The documents themselves, for any server that answers PLC requests. */
+export class PlcDocuments {
+  private readonly opts: PlcDocumentsOptions
+  /** The PDS the documents name; a server that learns its port after listening sets it then. */
+  pdsUrl: string
   /** Documents served (a measure of how often indexers resolve identities). */
   served = 0
 
-  private constructor(opts: PlcStubOptions, server: http.Server) {
+  constructor(opts: PlcDocumentsOptions) {
     this.opts = opts
-    this.server = server
-    this.host = opts.host
-  }
-
-  static async start(opts: PlcStubOptions): Promise<PlcStub> {
-    const server = http.createServer()
-    const self = new PlcStub(opts, server)
-    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-      self.handle(req, res)
-    })
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen(opts.port, opts.host, () => resolve())
-    })
-    return self
-  }
-
-  get port(): number {
-    return (this.server.address() as AddressInfo).port
-  }
-
-  get url(): string {
-    return `http://${this.host}:${this.port}`
+    this.pdsUrl = opts.pdsUrl
   }
 
   /** The user id of a DID, if it is a simulated user's. */
@@ -91,7 +79,7 @@ export class PlcStub {
         {
           id: '#atproto_pds',
           type: 'AtprotoPersonalDataServer',
-          serviceEndpoint: this.opts.pdsUrl,
+          serviceEndpoint: this.pdsUrl,
         },
       ],
     }
@@ -106,9 +94,81 @@ export class PlcStub {
       rotationKeys: [key],
       alsoKnownAs: [`at://${handleFor(id, this.opts.handleDomain)}`],
       services: {
-        atproto_pds: { type: 'AtprotoPersonalDataServer', endpoint: this.opts.pdsUrl },
+        atproto_pds: { type: 'AtprotoPersonalDataServer', endpoint: this.pdsUrl },
       },
     }
+  }
+
+  /** The answer to GET `path` (`/<did>` or `/<did>/data`), or undefined if it is not a DID path. */
+  answer(path: string): PlcAnswer | undefined {
+    const m = /^\/([^/]+)(\/data)?$/.exec(path)
+    if (!m) return undefined
+    let did = ''
+    try {
+      // Resolvers send the DID percent-encoded (did%3Aplc%3A…).
+      did = decodeURIComponent(m[1]!)
+    } catch {
+      return undefined
+    }
+    if (!did.startsWith('did:')) return undefined
+    const id = did ? this.idOf(did) : undefined
+    const json = 'application/json'
+    if (id === undefined) {
+      return { status: 404, body: { message: `DID not registered: ${did || path}` }, type: json }
+    }
+    this.served++
+    if (m[2]) return { status: 200, body: this.plcData(id), type: json }
+    return { status: 200, body: this.didDocument(id), type: 'application/did+ld+json' }
+  }
+}
+
+export class PlcStub {
+  readonly host: string
+  readonly docs: PlcDocuments
+  private readonly server: http.Server
+
+  private constructor(opts: PlcStubOptions, server: http.Server) {
+    this.server = server
+    this.host = opts.host
+    this.docs = new PlcDocuments(opts)
+  }
+
+  static async start(opts: PlcStubOptions): Promise<PlcStub> {
+    const server = http.createServer()
+    const self = new PlcStub(opts, server)
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      self.handle(req, res)
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(opts.port, opts.host, () => resolve())
+    })
+    return self
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port
+  }
+
+  get url(): string {
+    return `http://${this.host}:${this.port}`
+  }
+
+  /** Documents served so far. */
+  get served(): number {
+    return this.docs.served
+  }
+
+  idOf(did: string): number | undefined {
+    return this.docs.idOf(did)
+  }
+
+  didDocument(id: number): DidDocument {
+    return this.docs.didDocument(id)
+  }
+
+  plcData(id: number) {
+    return this.docs.plcData(id)
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -125,21 +185,9 @@ export class PlcStub {
       send(200, { version: 'openplane-sim' })
       return
     }
-    const m = /^\/([^/]+)(\/data)?$/.exec(path)
-    let did = ''
-    try {
-      did = m ? decodeURIComponent(m[1]!) : ''
-    } catch {
-      did = ''
-    }
-    const id = did ? this.idOf(did) : undefined
-    if (id === undefined) {
-      send(404, { message: `DID not registered: ${did || path}` })
-      return
-    }
-    this.served++
-    if (m![2]) send(200, this.plcData(id))
-    else send(200, this.didDocument(id), 'application/did+ld+json')
+    const answer = this.docs.answer(path)
+    if (!answer) send(404, { message: `DID not registered: ${path}` })
+    else send(answer.status, answer.body, answer.type)
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,311 @@
+// Serves a recorded corpus as com.atproto.sync.subscribeRepos, to any number of consumers, each
+// from its own cursor: at a fixed rate (the stream's head advances in real time, as a relay's
+// does) or as fast as each consumer reads. The file already holds every frame as WebSocket
+// bytes, so a consumer's stream is file ranges written to its socket: nothing is decoded or
+// encoded per consumer. The same port answers what indexers ask about the corpus's users: PLC
+// documents, /.well-known/atproto-did by Host header, and repo status.
+import { createHash } from 'node:crypto'
+import http, { type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import { CborWriter } from '../emit/cbor.ts'
+import { SimKeys } from '../emit/keys.ts'
+import { PlcDocuments } from '../emit/plc.ts'
+import { didFor } from '../ids.ts'
+import { wsBinaryFrame, type CorpusReader } from './file.ts'
+
+export interface ReplayOptions {
+  corpus: CorpusReader
+  host?: string
+  port?: number
+  /**
+   * Events per second the stream's head advances at; undefined: the whole corpus is available
+   * at once and each consumer reads as fast as it can.
+   */
+  rate?: number
+  /** Frames already "in the past" when the server starts (a consumer starting at 0 is behind). */
+  headStart?: number
+}
+
+export interface ReplayStatus {
+  /** Frames available now, and the seq / event time of the newest. */
+  head: number
+  head_seq: number
+  head_time: string | null
+  frames: number
+  consumers: { cursor: number; sent: number }[]
+}
+
+const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
+/** Bytes written to a socket per write: big enough to amortise, small enough to interleave. */
+const CHUNK_BYTES = 1 << 20
+const CHUNK_FRAMES = 4096
+
+export class ReplayServer {
+  private readonly opts: ReplayOptions
+  private readonly corpus: CorpusReader
+  private readonly server: http.Server
+  private readonly docs: PlcDocuments
+  private readonly consumers = new Set<Consumer>()
+  private readonly domain: string
+  private startedAt = 0
+  private closed = false
+
+  private constructor(opts: ReplayOptions) {
+    this.opts = opts
+    this.corpus = opts.corpus
+    this.domain = opts.corpus.header.handle_domain
+    this.server = http.createServer((req, res) => this.request(req, res))
+    this.server.keepAliveTimeout = 60_000
+    this.server.on('upgrade', (req: IncomingMessage, socket: Socket) => this.upgrade(req, socket))
+    // The PDS URL is set once the port is known: documents name this server as the users' PDS.
+    this.docs = new PlcDocuments({
+      keys: new SimKeys({ seed: opts.corpus.header.seed }),
+      handleDomain: this.domain,
+      users: opts.corpus.header.users,
+      pdsUrl: '',
+    })
+  }
+
+  static async start(opts: ReplayOptions): Promise<ReplayServer> {
+    const self = new ReplayServer(opts)
+    await new Promise<void>((resolve, reject) => {
+      self.server.once('error', reject)
+      self.server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve())
+    })
+    self.docs.pdsUrl = self.httpUrl
+    self.startedAt = performance.now()
+    return self
+  }
+
+  get port(): number {
+    return (this.server.address() as AddressInfo).port
+  }
+
+  get httpUrl(): string {
+    return `http://${this.opts.host ?? '127.0.0.1'}:${this.port}`
+  }
+
+  /** ws:// base URL (consumers append /xrpc/com.atproto.sync.subscribeRepos). */
+  get url(): string {
+    return this.httpUrl.replace(/^http/, 'ws')
+  }
+
+  /** Frames available now: all of them, or as many as the rate has released so far. */
+  head(): number {
+    const total = this.corpus.frames
+    if (this.opts.rate === undefined) return total
+    const elapsed = (performance.now() - this.startedAt) / 1000
+    return Math.min(total, (this.opts.headStart ?? 0) + Math.floor(elapsed * this.opts.rate))
+  }
+
+  status(): ReplayStatus {
+    const head = this.head()
+    return {
+      head,
+      head_seq: head ? this.corpus.seqAt(head - 1) : 0,
+      head_time: head ? new Date(this.corpus.timeAt(head - 1)).toISOString() : null,
+      frames: this.corpus.frames,
+      consumers: [...this.consumers].map((c) => ({
+        cursor: c.next ? this.corpus.seqAt(c.next - 1) : 0,
+        sent: c.sent,
+      })),
+    }
+  }
+
+  private request(req: IncomingMessage, res: ServerResponse): void {
+    const send = (status: number, body: unknown, type = 'application/json') => {
+      res.writeHead(status, { 'content-type': type })
+      res.end(typeof body === 'string' ? body : JSON.stringify(body))
+    }
+    const url = new URL(req.url ?? '/', 'http://replay')
+    const path = url.pathname
+    if (path === '/_health' || path === '/_replay') return send(200, this.status())
+    if (path === '/.well-known/atproto-did') {
+      const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '')
+      const id = this.userOfHandle(host)
+      if (id === undefined) return send(404, 'handle not found', 'text/plain')
+      return send(200, didFor(id), 'text/plain')
+    }
+    if (
+      path === '/xrpc/com.atproto.sync.getLatestCommit' ||
+      path === '/xrpc/com.atproto.sync.getRepoStatus'
+    ) {
+      // Every user of the corpus keeps its repo (accounts are only deactivated, never deleted).
+      const did = url.searchParams.get('did') ?? ''
+      if (this.docs.idOf(did) === undefined) {
+        return send(400, { error: 'RepoNotFound', message: `Could not find repo for DID: ${did}` })
+      }
+      if (path.endsWith('getRepoStatus')) return send(200, { did, active: true })
+      return send(200, {
+        cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+        rev: '3l3qo2vutsw2b',
+      })
+    }
+    const answer = this.docs.answer(path)
+    if (answer) return send(answer.status, answer.body, answer.type)
+    send(404, { error: 'NotFound', message: `no route ${path}` })
+  }
+
+  private userOfHandle(host: string): number | undefined {
+    const suffix = `.${this.domain}`
+    if (!host.startsWith('user') || !host.endsWith(suffix)) return undefined
+    const id = Number(host.slice(4, -suffix.length))
+    return Number.isSafeInteger(id) && id >= 1 && id <= this.corpus.header.users ? id : undefined
+  }
+
+  private upgrade(req: IncomingMessage, socket: Socket): void {
+    const url = new URL(req.url ?? '/', 'http://replay')
+    const key = req.headers['sec-websocket-key']
+    if (
+      this.closed ||
+      url.pathname !== '/xrpc/com.atproto.sync.subscribeRepos' ||
+      typeof key !== 'string' ||
+      (req.headers.upgrade ?? '').toLowerCase() !== 'websocket'
+    ) {
+      socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n')
+      return
+    }
+    const accept = createHash('sha1')
+      .update(key + WS_GUID)
+      .digest('base64')
+    socket.write(
+      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+        `Sec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    )
+    socket.setNoDelay(true)
+    const raw = url.searchParams.get('cursor')
+    const cursor = raw === null || raw === '' ? undefined : Number(raw)
+    const consumer = new Consumer(socket)
+    this.consumers.add(consumer)
+    socket.on('close', () => {
+      consumer.closed = true
+      this.consumers.delete(consumer)
+    })
+    if (cursor !== undefined && (!Number.isSafeInteger(cursor) || cursor < 0)) {
+      consumer.fail('InvalidRequest', `bad cursor: ${raw}`)
+      return
+    }
+    const head = this.head()
+    const headSeq = head ? this.corpus.seqAt(head - 1) : 0
+    if (cursor !== undefined && cursor > headSeq) {
+      consumer.fail('FutureCursor', 'Cursor in the future.')
+      return
+    }
+    // Without a cursor: the live head when replaying at a rate, the start of the corpus when
+    // the whole of it is there to read (the point of replaying a recording).
+    consumer.next = cursor !== undefined ? this.corpus.after(cursor) : this.opts.rate ? head : 0
+    void this.pump(consumer)
+  }
+
+  private async pump(c: Consumer): Promise<void> {
+    try {
+      while (!c.closed && !this.closed) {
+        const head = this.head()
+        if (c.next >= head) {
+          // Caught up: wait for the rate to release more (or forever, at the corpus's end).
+          const wait =
+            this.opts.rate && head < this.corpus.frames ? Math.max(1, 1000 / this.opts.rate) : 250
+          await new Promise((r) => setTimeout(r, Math.min(50, wait)))
+          continue
+        }
+        let end = Math.min(head, c.next + CHUNK_FRAMES)
+        const start = this.corpus.offsetAt(c.next)
+        while (end > c.next + 1 && this.corpus.offsetAt(end) - start > CHUNK_BYTES) {
+          end = c.next + Math.max(1, (end - c.next) >> 1)
+        }
+        const bytes = await this.corpus.read(c.next, end)
+        c.sent += end - c.next
+        c.next = end
+        if (!c.socket.write(bytes)) await c.drained()
+      }
+    } catch (err) {
+      if (!c.closed) c.socket.destroy(err as Error)
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true
+    for (const c of this.consumers) c.socket.destroy()
+    await new Promise<void>((resolve) => {
+      this.server.close(() => resolve())
+      this.server.closeAllConnections()
+    })
+  }
+}
+
+/** One subscriber: where it is in the corpus, and the few control frames it may send. */
+class Consumer {
+  readonly socket: Socket
+  next = 0
+  sent = 0
+  closed = false
+  private incoming: Buffer = Buffer.alloc(0)
+
+  constructor(socket: Socket) {
+    this.socket = socket
+    socket.on('data', (data: Buffer) => this.onData(data))
+    socket.on('error', () => socket.destroy())
+  }
+
+  drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.socket.off('drain', done)
+        this.socket.off('close', done)
+        resolve()
+      }
+      this.socket.on('drain', done)
+      this.socket.on('close', done)
+    })
+  }
+
+  /** An error frame ({op: -1} header, {error, message} body), then a normal close. */
+  fail(error: string, message: string): void {
+    const w = new CborWriter()
+    w.map(1).text('op').negint(-1)
+    w.map(2).text('error').text(error).text('message').text(message)
+    this.socket.write(wsBinaryFrame(w.finish()))
+    this.close(1000)
+  }
+
+  private close(code: number): void {
+    if (this.closed) return
+    this.closed = true
+    this.socket.end(Buffer.from([0x88, 2, code >> 8, code & 0xff]))
+  }
+
+  /** Client frames are masked; only close and ping need an answer. */
+  private onData(data: Buffer): void {
+    this.incoming = this.incoming.length ? Buffer.concat([this.incoming, data]) : data
+    for (;;) {
+      const b = this.incoming
+      if (b.length < 2) return
+      const opcode = b[0]! & 0x0f
+      let len = b[1]! & 0x7f
+      let pos = 2
+      if (len === 126) {
+        if (b.length < 4) return
+        len = b.readUInt16BE(2)
+        pos = 4
+      } else if (len === 127) {
+        if (b.length < 10) return
+        len = Number(b.readBigUInt64BE(2))
+        pos = 10
+      }
+      const masked = (b[1]! & 0x80) !== 0
+      const maskAt = pos
+      if (masked) pos += 4
+      if (b.length < pos + len) return
+      const payload = Buffer.from(b.subarray(pos, pos + len))
+      if (masked) for (let i = 0; i < len; i++) payload[i]! ^= b[maskAt + (i & 3)]!
+      this.incoming = b.subarray(pos + len)
+      if (opcode === 0x8) {
+        this.close(payload.length >= 2 ? payload.readUInt16BE(0) : 1000)
+        return
+      }
+      if (opcode === 0x9 && payload.length < 126) {
+        this.socket.write(Buffer.concat([Buffer.from([0x8a, payload.length]), payload]))
+      }
+    }
+  }
+}
