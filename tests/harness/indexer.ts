@@ -119,51 +119,78 @@ function normalizeRow(table: string, r: Row): string {
   return JSON.stringify(r)
 }
 
+export interface TableDiff {
+  table: string
+  /** Rows only in the stock schema / only in ours, sorted. */
+  onlyStock: string[]
+  onlyOurs: string[]
+}
+
 /**
- * Rows of each table in both schemas, as sorted JSON lines; returns a readable diff per table
- * that differs (empty when every table is equal). `stock` is the stock indexer's schema: its
- * counters are recounted from its rows before they are compared with ours as stored.
+ * Rows of each table in both schemas, normalized to JSON lines, compared as multisets; the
+ * tables that differ, with the rows only one side has. `stock` is the stock indexer's schema:
+ * its counters are recounted from its rows before they are compared with ours as stored.
  */
-export async function diffSchemas(
+export async function tableDiffs(
   stock: string,
   ours: string,
   tables: string[],
-): Promise<string[]> {
-  const [a, b] = [stock, ours]
+): Promise<TableDiff[]> {
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
   try {
-    const diffs: string[] = []
+    const diffs: TableDiff[] = []
     for (const table of tables) {
       const dump = async (schema: string) => {
         if (table === 'post_agg' || table === 'profile_agg') {
           return aggRows(client, schema, table, schema === stock ? 'recounted' : 'stored')
         }
         const { rows } = await client.query(selectAll(schema, table))
-        return rows.map((r: Row) => normalizeRow(table, r)).sort()
+        return rows.map((r: Row) => normalizeRow(table, r))
       }
-      const [ra, rb] = [await dump(a), await dump(b)]
-      const onlyA = ra.filter((r) => !rb.includes(r))
-      const onlyB = rb.filter((r) => !ra.includes(r))
-      if (onlyA.length || onlyB.length) {
-        diffs.push(
-          `${table}: ${onlyA.length} rows only in ${a}, ${onlyB.length} only in ${b}\n` +
-            onlyA
-              .slice(0, 5)
-              .map((r) => `  - ${r}`)
-              .join('\n') +
-            '\n' +
-            onlyB
-              .slice(0, 5)
-              .map((r) => `  + ${r}`)
-              .join('\n'),
-        )
+      const counts = new Map<string, number>()
+      for (const r of await dump(stock)) counts.set(r, (counts.get(r) ?? 0) + 1)
+      const onlyOurs: string[] = []
+      for (const r of await dump(ours)) {
+        const n = counts.get(r) ?? 0
+        if (n === 0) onlyOurs.push(r)
+        else if (n === 1) counts.delete(r)
+        else counts.set(r, n - 1)
+      }
+      const onlyStock = [...counts].flatMap(([r, n]) => Array<string>(n).fill(r))
+      if (onlyStock.length || onlyOurs.length) {
+        diffs.push({ table, onlyStock: onlyStock.sort(), onlyOurs: onlyOurs.sort() })
       }
     }
     return diffs
   } finally {
     await client.end()
   }
+}
+
+/** A readable summary of one table's difference (first rows of each side). */
+export function formatTableDiff(d: TableDiff, stock: string, ours: string, rows = 5): string {
+  return (
+    `${d.table}: ${d.onlyStock.length} rows only in ${stock}, ${d.onlyOurs.length} only in ${ours}\n` +
+    d.onlyStock
+      .slice(0, rows)
+      .map((r) => `  - ${r}`)
+      .join('\n') +
+    '\n' +
+    d.onlyOurs
+      .slice(0, rows)
+      .map((r) => `  + ${r}`)
+      .join('\n')
+  )
+}
+
+/** tableDiffs as readable text, one entry per table that differs (empty when all are equal). */
+export async function diffSchemas(
+  stock: string,
+  ours: string,
+  tables: string[],
+): Promise<string[]> {
+  return (await tableDiffs(stock, ours, tables)).map((d) => formatTableDiff(d, stock, ours))
 }
 
 /** Every table the indexer writes. */
