@@ -168,6 +168,17 @@ describe('record and replay', () => {
     expect(await wellKnown(server.httpUrl, 'user42.sim.test')).toBe(did)
     expect(await wellKnown(server.httpUrl, 'user301.sim.test')).toBeUndefined()
     expect((await fetch(`${server.httpUrl}/${didFor(301)}`)).status).toBe(404)
+    // Keys recorded with the corpus (no derivation when serving) are the users' real keys.
+    const keys = new SimKeys({ seed: 9 })
+    const recordedKeys = Object.entries(corpus.summary.public_keys ?? {})
+    expect(recordedKeys.length).toBeGreaterThan(100)
+    for (const [id, key] of recordedKeys.slice(0, 20)) {
+      expect(key).toBe(keys.publicKeyMultibase(Number(id)))
+      const served = (await (await fetch(`${server.httpUrl}/${didFor(Number(id))}`)).json()) as {
+        verificationMethod: { publicKeyMultibase: string }[]
+      }
+      expect(served.verificationMethod[0]!.publicKeyMultibase).toBe(key)
+    }
   })
 
   it('holds valid signed commits of every kind, which the stock parser reads', async () => {

@@ -99,7 +99,8 @@ export async function corpusCommand(cmd: string, argv: string[]): Promise<number
       headStart: int('head-start'),
     })
     // One machine-readable line first: scripts start this command and read where it listens.
-    console.log(JSON.stringify({ url: server.url, httpUrl: server.httpUrl, ...corpus.summary }))
+    const { public_keys: _keys, ...summary } = corpus.summary
+    console.log(JSON.stringify({ url: server.url, httpUrl: server.httpUrl, ...summary }))
     console.error(
       `serving ${corpus.summary.frames} events (seq ${corpus.summary.first_seq}…` +
         `${corpus.summary.last_seq}) on ${server.url}` +

@@ -35,6 +35,8 @@ export interface CorpusSummary {
   /** sha256 over the messages (frame payloads) in order: equal corpora, equal hashes. */
   sha256: string
   counts: Record<string, number>
+  /** `publicKeyMultibase` of every user with a commit, by user id (saves deriving them). */
+  public_keys?: Record<string, string>
 }
 
 /** The WebSocket framing of a binary message from a server (FIN, opcode 2, no mask). */
@@ -111,7 +113,10 @@ export class CorpusWriter {
     await this.fh.write(data)
   }
 
-  async finish(counts: Record<string, number>): Promise<CorpusSummary> {
+  async finish(
+    counts: Record<string, number>,
+    publicKeys?: Record<string, string>,
+  ): Promise<CorpusSummary> {
     await this.flush()
     const frames = this.frames
     const summary: CorpusSummary = {
@@ -123,6 +128,7 @@ export class CorpusWriter {
       bytes: this.offset,
       sha256: this.hash.digest('hex'),
       counts,
+      ...(publicKeys ? { public_keys: publicKeys } : {}),
     }
     const indexOffset = this.offset
     const index = Buffer.from(new Float64Array(this.index).buffer)

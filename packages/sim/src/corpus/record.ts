@@ -52,6 +52,7 @@ export async function recordFirehose(
   const window: { seq: number; time: string; frame: Promise<Uint8Array> }[] = []
   const every = opts.progressEvery ?? 10_000
   let seq = 0
+  const signing = new Set<number>()
   try {
     for (let step = gen.next(); step; step = gen.next()) {
       seq++
@@ -61,7 +62,12 @@ export async function recordFirehose(
       if (seq % every === 0) opts.onProgress?.(seq, params.events)
     }
     await drain(window, out, 0, opts.onFrame)
-    return await out.finish({ ...gen.counts })
+    // The replay server answers DID documents from these instead of deriving each key again.
+    const users = [...signing].sort((a, b) => a - b)
+    const publicKeys = signers
+      ? await signers.publicKeys(users)
+      : new Map(users.map((u) => [u, keys!.publicKeyMultibase(u)]))
+    return await out.finish({ ...gen.counts }, Object.fromEntries(publicKeys))
   } catch (err) {
     await out.abort()
     throw err
@@ -83,6 +89,7 @@ export async function recordFirehose(
       return Promise.resolve(new MessageFrame(body, { type: '#account' }).toBytes())
     }
     // The repo moves on now, in step order; only the signature is awaited.
+    signing.add(step.user)
     const repo = repos.get(step.user)
     const prepared = repo.commit(w, [step.op], tid(step.timeUs, clockId))
     const sig = repo.keypair

@@ -63,6 +63,9 @@ export class ReplayServer {
       handleDomain: this.domain,
       users: opts.corpus.header.users,
       pdsUrl: '',
+      publicKeys: new Map(
+        Object.entries(opts.corpus.summary.public_keys ?? {}).map(([id, key]) => [Number(id), key]),
+      ),
     })
   }
 

@@ -35,6 +35,8 @@ export interface PlcDocumentsOptions {
   users: number
   /** The PDS URL the documents point at. */
   pdsUrl: string
+  /** Known public keys (`publicKeyMultibase`) by user id: no derivation for these. */
+  publicKeys?: ReadonlyMap<number, string>
 }
 
 export interface PlcAnswer {
@@ -72,7 +74,7 @@ export class PlcDocuments {
           id: `${did}#atproto`,
           type: 'Multikey',
           controller: did,
-          publicKeyMultibase: this.opts.keys.publicKeyMultibase(id),
+          publicKeyMultibase: this.publicKey(id),
         },
       ],
       service: [
@@ -85,9 +87,13 @@ export class PlcDocuments {
     }
   }
 
+  private publicKey(id: number): string {
+    return this.opts.publicKeys?.get(id) ?? this.opts.keys.publicKeyMultibase(id)
+  }
+
   /** The document's content in PLC operation form. */
   plcData(id: number) {
-    const key = this.opts.keys.didKey(id)
+    const key = `did:key:${this.publicKey(id)}`
     return {
       did: didFor(id),
       verificationMethods: { atproto: key },

@@ -9,11 +9,14 @@ interface SignBatch {
   id: number
   users: number[]
   messages: Uint8Array[]
+  /** Asks for the users' public keys (multibase) instead of signatures. */
+  keysOnly?: boolean
 }
 
 interface SignResult {
   id: number
   sigs?: Uint8Array[]
+  keys?: string[]
   error?: string
 }
 
@@ -103,6 +106,36 @@ export class SignerPool {
     })
   }
 
+  /**
+   * The users' public keys (`publicKeyMultibase`), from the workers that hold their keypairs: a
+   * key derivation costs about a millisecond, already paid for every user a worker signed for.
+   */
+  async publicKeys(users: number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>()
+    await Promise.all(
+      this.shards.map(async (shard, i) => {
+        const mine = users.filter((u) => u % this.shards.length === i)
+        if (!mine.length) return
+        const id = nextBatch++
+        const keys = await new Promise<string[]>((resolve, reject) => {
+          const onMessage = (res: SignResult) => {
+            if (res.id !== id) return
+            shard.worker.off('message', onMessage)
+            if (res.keys) resolve(res.keys)
+            else reject(new Error(`public keys failed: ${res.error ?? 'no keys'}`))
+          }
+          shard.worker.on('message', onMessage)
+          shard.worker.ref()
+          const msg: SignBatch = { id, users: mine, messages: [], keysOnly: true }
+          shard.worker.postMessage(msg)
+        })
+        if (!shard.inFlight.size) shard.worker.unref()
+        mine.forEach((u, j) => out.set(u, keys[j]!))
+      }),
+    )
+    return out
+  }
+
   async close(): Promise<void> {
     await Promise.all(
       this.shards.map(async (s) => {
@@ -118,6 +151,11 @@ function runWorker(init: WorkerInit): void {
   parentPort!.on('message', async (batch: SignBatch) => {
     const res: SignResult = { id: batch.id }
     try {
+      if (batch.keysOnly) {
+        res.keys = batch.users.map((u) => keys.publicKeyMultibase(u))
+        parentPort!.postMessage(res)
+        return
+      }
       const sigs: Uint8Array[] = []
       for (let i = 0; i < batch.users.length; i++) {
         sigs.push(await keys.keypair(batch.users[i]!).sign(batch.messages[i]!))
