@@ -3,7 +3,7 @@
 import type { TestNetwork } from '@atproto/dev-env'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { Indexer, Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
 import pg from 'pg'
 import { aggRows } from './counters.ts'
 import { PG_URL, uniqueName } from './env.ts'
@@ -31,7 +31,7 @@ export interface IndexerTarget {
 
 export async function startIndexerOn(
   target: IndexerTarget,
-  opts: { schema?: string; batchSize?: number; verify?: boolean } = {},
+  opts: { schema?: string; batchSize?: number; verify?: boolean; headProbeMs?: number } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
   const db = createPgDb({ url: PG_URL, schema, poolSize: 4 })
@@ -42,7 +42,9 @@ export async function startIndexerOn(
     timeoutMs: 1000,
     testHandles: target.testPdsUrl ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl } : undefined,
   })
-  const writer = new Writer(db.db, writerDeps(identity, 1000))
+  const deps = writerDeps(identity, 1000)
+  const writer = new Writer(db.db, deps)
+  const prefetch = new IdentityPrefetch(db.db, deps)
   const indexer = new Indexer({
     source: target.source,
     db: db.db,
@@ -52,6 +54,8 @@ export async function startIndexerOn(
     batchSize: opts.batchSize ?? 100,
     batchWaitMs: 5,
     initialCursor: 0,
+    prefetch,
+    headProbeMs: opts.headProbeMs ?? 0,
   })
   await indexer.start()
   return {
@@ -65,6 +69,7 @@ export async function startIndexerOn(
     },
     async close(closeOpts = {}) {
       await indexer.stop()
+      prefetch.stop()
       await db.close()
       if (!closeOpts.keepSchema) await dropSchemas([schema])
     },

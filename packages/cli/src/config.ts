@@ -16,6 +16,8 @@ export interface Config {
   initialCursor?: number
   batchSize: number
   batchWaitMs: number
+  /** How often the indexer reads each source's live head, for lag in events (0: never). */
+  headProbeMs: number
   /** Keep the follow graph in memory (needs the indexer in this process to stay current). */
   graph: boolean
   timelines: TimelinesConfig
@@ -177,5 +179,6 @@ export function readConfig(env: Env = process.env): Config {
       : undefined,
     batchSize: int(env, 'DATAPLANE_BATCH_SIZE', 500, 1, 100_000),
     batchWaitMs: int(env, 'DATAPLANE_BATCH_WAIT_MS', 20, 0, 60_000),
+    headProbeMs: int(env, 'DATAPLANE_HEAD_PROBE_SECONDS', 30, 0, 86_400) * 1000,
   }
 }

@@ -11,7 +11,7 @@ import {
   type FeedSource,
 } from '@openplane/fanout'
 import { createIdentity } from '@openplane/identity'
-import { Indexer, Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
 import { followedItems, ownItems, startServer } from '@openplane/server'
 import { childLogger } from '@openplane/telemetry'
 import {
@@ -41,9 +41,12 @@ export async function start(config: Config): Promise<Running> {
   })
   const fast = config.graph ? await startFanOut(config, db) : undefined
   const indexers: Indexer[] = []
+  let prefetch: IdentityPrefetch | undefined
   if (config.indexer) {
-    const writer = new Writer(db.db, writerDeps(identity))
+    const deps = writerDeps(identity)
+    const writer = new Writer(db.db, deps)
     if (fast) writer.onCommitted(fast.fanout.onCommitted)
+    prefetch = new IdentityPrefetch(db.db, deps)
     for (const source of config.firehoseUrls) {
       const indexer = new Indexer({
         source,
@@ -54,6 +57,8 @@ export async function start(config: Config): Promise<Running> {
         batchSize: config.batchSize,
         batchWaitMs: config.batchWaitMs,
         initialCursor: config.initialCursor,
+        prefetch,
+        headProbeMs: config.headProbeMs,
       })
       await indexer.start()
       indexers.push(indexer)
@@ -86,6 +91,7 @@ export async function start(config: Config): Promise<Running> {
     async stop() {
       await server.close()
       for (const i of indexers) await i.stop()
+      prefetch?.stop()
       await fast?.stop()
       await db.close()
     },

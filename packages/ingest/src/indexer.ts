@@ -6,6 +6,8 @@ import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
 import { decodeFrame } from './frames.ts'
+import { HeadProbe } from './head-probe.ts'
+import type { IdentityPrefetch } from './identity-prefetch.ts'
 import { FirehoseSource } from './source.ts'
 import type { Writer } from './writer.ts'
 
@@ -21,6 +23,21 @@ const droppedOps = counter(
   'Commit ops whose record block was missing or unreadable',
 )
 const appliedSeq = gauge('openplane_firehose_seq', 'Last applied firehose seq', ['source'])
+const lagEvents = gauge(
+  'openplane_firehose_lag_events',
+  "Events between the source's live head (last probe) and the last applied event",
+  ['source'],
+)
+const streamLag = gauge(
+  'openplane_firehose_stream_lag_seconds',
+  "Stream time between the source's live head (last probe) and the last applied event",
+  ['source'],
+)
+const stageSeconds = counter(
+  'openplane_indexer_stage_seconds_total',
+  'Time spent per ingest stage (decode: frames to events; prepare and write: see batch_seconds)',
+  ['stage'],
+)
 
 export interface IndexerOptions {
   source: string
@@ -32,6 +49,10 @@ export interface IndexerOptions {
   batchWaitMs: number
   /** Where to start when no cursor is stored for this source (default: the live tip). */
   initialCursor?: number
+  /** Looks up decoded events' identities ahead of the writer (off its path). */
+  prefetch?: IdentityPrefetch
+  /** How often to read the source's live head for lag in events (default 30 s; 0: never). */
+  headProbeMs?: number
 }
 
 export interface IndexerState {
@@ -41,12 +62,19 @@ export interface IndexerState {
   seq: number | undefined
   /** Firehose time of the last applied event. */
   eventTime: string | undefined
+  /** Wall clock minus the last applied event's time. */
   lagSeconds: number | undefined
+  /** The source's live head at the last probe, and how far behind it the indexer is. */
+  head: { seq: number; time: string; probedAt: string } | undefined
+  lagEvents: number | undefined
+  /** Head time minus last applied event time: lag in the stream's own clock. */
+  streamLagSeconds: number | undefined
 }
 
 export class Indexer {
   private readonly opts: IndexerOptions
   private readonly firehose: FirehoseSource
+  private readonly probe: HeadProbe | undefined
   private pending: IngestEvent[] = []
   /** Seq of the last frame taken off the wire; the reconnect cursor. */
   private readSeq: number | undefined
@@ -71,6 +99,8 @@ export class Indexer {
       isFull: () => this.queued + this.pending.length >= opts.batchSize * 4,
       onConnectionChange: (c) => (this.connected = c),
     })
+    const every = opts.headProbeMs ?? 30_000
+    this.probe = every > 0 ? new HeadProbe(opts.source, every) : undefined
   }
 
   async start(): Promise<void> {
@@ -83,10 +113,12 @@ export class Indexer {
     this.readSeq = this.committedSeq ?? this.opts.initialCursor
     log.info({ source: this.opts.source, cursor: this.readSeq ?? 'live' }, 'indexer starting')
     this.firehose.start()
+    this.probe?.start()
   }
 
   async stop(): Promise<void> {
     this.stopped = true
+    this.probe?.stop()
     this.firehose.stop()
     clearTimeout(this.timer)
     await this.decoding
@@ -94,12 +126,22 @@ export class Indexer {
   }
 
   state(): IndexerState {
+    const head = this.probe?.head
+    // A head older than what is applied means the probe is behind: no lag, not a negative one.
+    const lag = (a: number, b: number) => Math.max(0, a - b)
     return {
       source: this.opts.source,
       connected: this.connected,
       seq: this.committedSeq,
       eventTime: this.eventTime,
       lagSeconds: this.eventTime ? (Date.now() - Date.parse(this.eventTime)) / 1000 : undefined,
+      head: head && { seq: head.seq, time: head.time, probedAt: new Date(head.at).toISOString() },
+      lagEvents:
+        head && this.committedSeq !== undefined ? lag(head.seq, this.committedSeq) : undefined,
+      streamLagSeconds:
+        head && this.eventTime
+          ? lag(Date.parse(head.time), Date.parse(this.eventTime)) / 1000
+          : undefined,
     }
   }
 
@@ -123,10 +165,12 @@ export class Indexer {
   }
 
   private async decode(bytes: Uint8Array): Promise<void> {
+    const started = performance.now()
     const res = await decodeFrame(bytes, {
       verify: this.opts.verify,
       idResolver: this.opts.idResolver,
     })
+    stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
     if (res.kind === 'event') {
       frames.inc({ outcome: 'event' })
       if (res.dropped) {
@@ -137,6 +181,7 @@ export class Indexer {
         )
       }
       this.readSeq = res.event.seq
+      this.opts.prefetch?.see(res.event.did, res.event.time)
       this.pending.push(res.event)
     } else if (res.kind === 'error') {
       frames.inc({ outcome: 'error_frame' })
@@ -174,8 +219,12 @@ export class Indexer {
         this.committedSeq = last.seq
         if (last.did) this.eventTime = last.time
         appliedSeq.set({ source: this.opts.source }, last.seq)
-        if (this.eventTime)
-          lagSeconds.set({ source: this.opts.source }, this.state().lagSeconds ?? 0)
+        const state = this.state()
+        if (this.eventTime) lagSeconds.set({ source: this.opts.source }, state.lagSeconds ?? 0)
+        if (state.lagEvents !== undefined)
+          lagEvents.set({ source: this.opts.source }, state.lagEvents)
+        if (state.streamLagSeconds !== undefined)
+          streamLag.set({ source: this.opts.source }, state.streamLagSeconds)
         this.waiters = this.waiters.filter((w) => (w.seq <= last.seq ? (w.resolve(), false) : true))
       })
       .catch((err: unknown) => {
