@@ -272,7 +272,9 @@ async function stageProfile(): Promise<string> {
   for (const m of metrics) {
     if (m.name === 'openplane_identity_prefetch_total') {
       const values = m.values as { labels: Record<string, string>; value: number }[]
-      lines.push(`  identity prefetch: ${values.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`)
+      lines.push(
+        `  identity prefetch: ${values.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`,
+      )
     }
     if (m.name !== 'openplane_indexer_batch_seconds') continue
     for (const v of m.values as {
