@@ -10,6 +10,9 @@
 //   BENCH_CORPUS   a recorded corpus file to use instead
 //   BENCH_BATCH    our batch size (default 500)
 //   BENCH_SIDES    "stock,openplane" (default) or one of them
+//   BENCH_STOCK_INFLIGHT  events the stock may have received and not yet handled (default 10000);
+//     it has no backpressure of its own (see pacing-relay.ts)
+//   BENCH_KEEP_SCHEMAS  keep both schemas for inspection (dropped by default)
 //   OPENPLANE_TEST_PG_URL
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -26,13 +29,17 @@ import { formatTableDiff, INDEXED_TABLES, startIndexerOn, tableDiffs } from '../
 import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
+import { startPacingRelay } from './pacing-relay.ts'
 import { classifyStockRaces } from './stock-races.ts'
+
+type Runner = { trackEvent: (...args: unknown[]) => Promise<void> }
 
 const root = path.resolve(import.meta.dirname, '../..')
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
 const BATCH = Number(process.env.BENCH_BATCH ?? 500)
+const STOCK_INFLIGHT = Number(process.env.BENCH_STOCK_INFLIGHT ?? 10_000)
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
 const log = (...a: unknown[]) => console.log(`[bench:ingest]`, ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -191,11 +198,21 @@ try {
     await db.migrateToLatestOrThrow()
     const idResolver = new IdResolver({ plcUrl: httpUrl, fetch: globalThis.fetch })
     idResolver.handle.resolve = (handle: string) => wellKnown(httpUrl, handle)
-    const sub = new RepoSubscription({ service: wsUrl, db, idResolver })
-    log('stock: indexing…')
+    let handled = 0
+    const relay = await startPacingRelay(wsUrl, STOCK_INFLIGHT, () => handled)
+    const sub = new RepoSubscription({ service: relay.url, db, idResolver })
+    log(`stock: indexing (at most ${STOCK_INFLIGHT} events in flight)…`)
     results.push(
       await measure('stock (@atproto/bsky RepoSubscription)', schema, async (elapsed) => {
         await sub.start()
+        // Count handled events (the runner resolves trackEvent once an event's handler is done).
+        const runner = (sub as unknown as { current: { runner: Runner } }).current.runner
+        const track = runner.trackEvent.bind(runner)
+        runner.trackEvent = (...args) => {
+          const done = track(...args)
+          void done.finally(() => handled++)
+          return done
+        }
         const progress = progressEvery('stock', schema, elapsed)
         while ((sub.getCursor() ?? 0) < head) await sleep(20)
         await sub.processAll()
@@ -203,6 +220,7 @@ try {
       }),
     )
     await sub.destroy()
+    await relay.close()
     await db.close()
   }
 
@@ -262,7 +280,8 @@ try {
   process.exitCode = 1
 } finally {
   await replay.stop()
-  await dropSchemas(schemas)
+  if (process.env.BENCH_KEEP_SCHEMAS) log(`schemas kept: ${schemas.join(', ')}`)
+  else await dropSchemas(schemas)
 }
 
 /** Where our time went: the indexer's per-phase histograms, summed over the run. */
