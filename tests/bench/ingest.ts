@@ -9,6 +9,8 @@
 //     corpus generated when BENCH_CORPUS is not given (reused if already recorded)
 //   BENCH_CORPUS   a recorded corpus file to use instead
 //   BENCH_BATCH    our batch size (default 500)
+//   BENCH_VERIFY   1: ours checks every commit's signature and MST proofs (the stock trusts the
+//     relay either way)
 //   BENCH_SIDES    "stock,openplane" (default) or one of them
 //   BENCH_STOCK_INFLIGHT  events the stock may have received and not yet handled (default 10000);
 //     it has no backpressure of its own (see pacing-relay.ts)
@@ -39,8 +41,10 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
 const BATCH = Number(process.env.BENCH_BATCH ?? 500)
+const VERIFY = process.env.BENCH_VERIFY === '1'
 const STOCK_INFLIGHT = Number(process.env.BENCH_STOCK_INFLIGHT ?? 10_000)
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
+const OURS = VERIFY ? 'openplane (verifying)' : 'openplane'
 const log = (...a: unknown[]) => console.log(`[bench:ingest]`, ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -232,12 +236,12 @@ try {
     const pre = createPgDb({ url: PG_URL, schema })
     await migrateToLatest(pre)
     await pre.close()
-    log(`openplane: indexing (batches of ${BATCH})…`)
+    log(`openplane: indexing (batches of ${BATCH}${VERIFY ? ', verifying commits' : ''})…`)
     results.push(
-      await measure('openplane', schema, async (elapsed) => {
+      await measure(OURS, schema, async (elapsed) => {
         const ours = await startIndexerOn(
           { source: wsUrl, plcUrl: httpUrl, testPdsUrl: httpUrl, headSeq: async () => head },
-          { batchSize: BATCH, schema },
+          { batchSize: BATCH, schema, verify: VERIFY },
         )
         const progress = progressEvery('openplane', schema, elapsed)
         await ours.catchUp()
@@ -259,9 +263,9 @@ try {
         `${r.nodeCpu.toFixed(1)} | ${r.pgCpu.toFixed(1)} | ${(r.statements / summary.frames).toFixed(2)} |`,
     )
   }
-  const ours = results.find((r) => r.name === 'openplane')
+  const ours = results.find((r) => r.name === OURS)
   if (ours) console.log(`\n${await stageProfile()}`)
-  const stock = results.find((r) => r.name !== 'openplane')
+  const stock = results.find((r) => r.name !== OURS)
   if (stock && ours) {
     const diffs = await tableDiffs(stock.schema, ours.schema, INDEXED_TABLES)
     const { races, unexplained } = await classifyStockRaces(stock.schema, ours.schema, diffs)
