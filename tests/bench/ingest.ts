@@ -268,7 +268,15 @@ try {
   const stock = results.find((r) => r.name !== OURS)
   if (stock && ours) {
     const diffs = await tableDiffs(stock.schema, ours.schema, INDEXED_TABLES)
-    const { races, unexplained } = await classifyStockRaces(stock.schema, ours.schema, diffs)
+    // The stock reorders at most the events it has in flight: that many, in stream seconds.
+    const streamSeconds = (Date.parse(summary.last_time) - Date.parse(summary.first_time)) / 1000
+    const window = STOCK_INFLIGHT / (summary.frames / Math.max(streamSeconds, 1))
+    const { races, unexplained } = await classifyStockRaces(
+      stock.schema,
+      ours.schema,
+      diffs,
+      window,
+    )
     for (const d of unexplained) console.log(formatTableDiff(d, 'stock', 'openplane'))
     if (races.rows) {
       console.log(`stock races (documented, excluded): ${races.rows} rows — ${races.describe()}`)

@@ -6,7 +6,9 @@
 //      stock side only); one indexed before its parent's or root's deletion is judged valid (on
 //      the stock side only), and the verdict carries down the thread. Reply notifications in
 //      those threads then differ (an invalid reply sends none, and posts indexed after their
-//      replies send the replies' notifications late).
+//      replies send the replies' notifications late); so do the notifications of any reply made
+//      within the stock's reordering window (its events in flight, in stream time) of its parent
+//      or of the post it notifies about.
 //   B. A record and the deletion of the post it refers to, in another repo, indexed in the other
 //      order: a repost's feed item or a quote of a post deleted before it came survives on one
 //      side only, and so does the quote count kept for the deleted post.
@@ -22,10 +24,24 @@ export interface RaceReport {
   describe(): string
 }
 
+const TID_CHARS = '234567abcdefghijklmnopqrstuvwxyz'
+
+/** Milliseconds of the TID record key of an at-uri (the time its record was made), if it has one. */
+function tidMs(uri: string): number | undefined {
+  const rkey = uri.split('/').pop() ?? ''
+  if (!/^[2-7a-z]{13}$/.test(rkey)) return undefined
+  let us = 0
+  for (const c of rkey.slice(0, 11)) us = us * 32 + TID_CHARS.indexOf(c)
+  // 13 chars hold 65 bits: the microseconds, then 10 bits of clock id; 11 chars are the former.
+  return us / 1000
+}
+
 export async function classifyStockRaces(
   stock: string,
   ours: string,
   diffs: TableDiff[],
+  /** How far apart (stream seconds) two events can be and still be reordered by the stock. */
+  windowSeconds: number,
 ): Promise<{ races: RaceReport; unexplained: TableDiff[] }> {
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
@@ -88,6 +104,25 @@ export async function classifyStockRaces(
       [[...referenced]],
     )
     const gone = new Set([...referenced].filter((u) => !present.rows.some((p) => p.uri === u)))
+    // Parents of the replies whose notifications differ: the chain up to the notified post.
+    const replyUris = new Set<string>()
+    for (const d of diffs) {
+      if (d.table !== 'notification') continue
+      for (const line of [...d.onlyStock, ...d.onlyOurs]) {
+        const r = JSON.parse(line) as Row
+        if (r.reason === 'reply') replyUris.add(String(r.recordUri))
+      }
+    }
+    const parents = await client.query<{ uri: string; parent: string | null }>(
+      `select uri, "replyParent" parent from "${ours}".post where uri = any($1)`,
+      [[...replyUris]],
+    )
+    const parentOf = new Map(parents.rows.map((r) => [r.uri, r.parent]))
+    const close = (a: string | null | undefined, b: string | null | undefined) => {
+      const ta = a ? tidMs(a) : undefined
+      const tb = b ? tidMs(b) : undefined
+      return ta !== undefined && tb !== undefined && Math.abs(ta - tb) <= windowSeconds * 1000
+    }
     const unexplained: TableDiff[] = []
     for (const d of diffs) {
       const keep = (line: string) => {
@@ -100,6 +135,12 @@ export async function classifyStockRaces(
           const uri = String(r.recordUri)
           if (raced.has(uri) || racedThreads.has(rootOf.get(uri) ?? uri)) {
             note('A: reply notifications in those threads')
+            return false
+          }
+          // A reply made close enough to its parent, or to the post it notifies about, for the
+          // stock to have indexed them out of order: the thread it walked up was incomplete.
+          if (close(uri, String(r.reasonSubject)) || close(uri, parentOf.get(uri))) {
+            note('A: reply notifications of replies close to their parent or the notified post')
             return false
           }
         }

@@ -19,7 +19,8 @@ export const CORPUS_USAGE = `  record-firehose <params.json> --out <file> [--eve
       serve the recorded frames as com.atproto.sync.subscribeRepos (with cursors, to any number
       of consumers), plus the users' PLC documents, handles and repo status on the same port;
       without --rate each consumer reads as fast as it can; with it the head advances in real
-      time, --head-start frames ahead of the start; GET /_replay shows the head and consumers
+      time, --head-start frames ahead of the start; a consumer without a cursor starts at the
+      head, as on a relay (pass cursor 0 to read from the start); GET /_replay shows the head
   drain-firehose <ws-url> [--cursor <n>] [--max <n>] [--seconds <n>]
       read a firehose as fast as possible and print messages/s (measures the server)`
 

@@ -194,9 +194,9 @@ export class ReplayServer {
       consumer.fail('FutureCursor', 'Cursor in the future.')
       return
     }
-    // Without a cursor: the live head when replaying at a rate, the start of the corpus when
-    // the whole of it is there to read (the point of replaying a recording).
-    consumer.next = cursor !== undefined ? this.corpus.after(cursor) : this.opts.rate ? head : 0
+    // Without a cursor, the live head, as a relay does: at full speed the whole corpus is out
+    // already, so such a consumer (a head probe) waits for nothing; readers pass cursor 0.
+    consumer.next = cursor !== undefined ? this.corpus.after(cursor) : head
     void this.pump(consumer)
   }
 
