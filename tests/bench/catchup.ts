@@ -9,17 +9,14 @@
 //   BENCH_CORPUS     a recorded corpus (default: generated under .data/corpus, BEHIND plus the
 //                    events of CATCHUP_MINUTES at RATE, at most 2M, over BENCH_REPOS repos)
 //   BENCH_REPOS (100000), BENCH_SEED (1), BENCH_BATCH (500)
-import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs'
-import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createPgDb, migrateToLatest } from '@openplane/db'
-import { CorpusReader, parseFirehoseParams, recordFirehose } from '@openplane/sim'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { startIndexerOn } from '../harness/indexer.ts'
 import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
+import { benchCorpus } from './corpus.ts'
 
-const root = path.resolve(import.meta.dirname, '../..')
 const BEHIND = Number(process.env.CATCHUP_BEHIND ?? 600_000)
 const RATE = Number(process.env.CATCHUP_RATE ?? 1000)
 const MINUTES = Number(process.env.CATCHUP_MINUTES ?? 20)
@@ -29,28 +26,14 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 500)
 const log = (...a: unknown[]) => console.log('[bench:catchup]', ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-let file = process.env.BENCH_CORPUS
-if (!file) {
-  const events = Math.min(2_000_000, BEHIND + Math.ceil(RATE * MINUTES * 60))
-  const dir = path.join(root, '.data/corpus')
-  mkdirSync(dir, { recursive: true })
-  file = path.join(dir, `network-${events}-${REPOS}-s${SEED}.firehose`)
-  if (!existsSync(file)) {
-    const base = JSON.parse(
-      readFileSync(path.join(root, 'packages/sim/examples/firehose-network.json'), 'utf8'),
-    ) as object
-    const params = parseFirehoseParams({ ...base, events, repos: REPOS, seed: SEED })
-    log(`recording ${events} events over ${REPOS} repos to ${file} (once)…`)
-    await recordFirehose(params, `${file}.part`, {
-      onProgress: (done) => log(`  ${done} events`),
-      progressEvery: 100_000,
-    })
-    renameSync(`${file}.part`, file)
-  }
-}
-const corpus = await CorpusReader.open(file)
-const { summary } = corpus
-await corpus.close()
+const { file, summary } = await benchCorpus(
+  {
+    events: Math.min(2_000_000, BEHIND + Math.ceil(RATE * MINUTES * 60)),
+    repos: REPOS,
+    seed: SEED,
+  },
+  log,
+)
 if (summary.frames <= BEHIND)
   throw new Error(`${file} has ${summary.frames} events, not more than ${BEHIND}`)
 

@@ -16,27 +16,25 @@
 //     it has no backpressure of its own (see pacing-relay.ts)
 //   BENCH_KEEP_SCHEMAS  keep both schemas for inspection (dropped by default)
 //   OPENPLANE_TEST_PG_URL
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Database, RepoSubscription } from '@atproto/bsky'
 import { IdResolver } from '@atproto/identity'
 import pg from 'pg'
 import { createPgDb, migrateToLatest } from '@openplane/db'
-import { CorpusReader, parseFirehoseParams, recordFirehose } from '@openplane/sim'
 import { registry } from '@openplane/telemetry'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { formatTableDiff, INDEXED_TABLES, startIndexerOn, tableDiffs } from '../harness/indexer.ts'
 import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
+import { benchCorpus } from './corpus.ts'
 import { startPacingRelay } from './pacing-relay.ts'
 import { classifyStockRaces } from './stock-races.ts'
 
 type Runner = { trackEvent: (...args: unknown[]) => Promise<void> }
 
-const root = path.resolve(import.meta.dirname, '../..')
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
@@ -49,33 +47,7 @@ const log = (...a: unknown[]) => console.log(`[bench:ingest]`, ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 // 1. The corpus.
-let file = process.env.BENCH_CORPUS
-if (!file) {
-  const dir = path.join(root, '.data/corpus')
-  mkdirSync(dir, { recursive: true })
-  file = path.join(dir, `network-${EVENTS}-${REPOS}-s${SEED}.firehose`)
-  if (!existsSync(file)) {
-    const params = parseFirehoseParams({
-      ...(JSON.parse(
-        readFileSync(path.join(root, 'packages/sim/examples/firehose-network.json'), 'utf8'),
-      ) as object),
-      events: EVENTS,
-      repos: REPOS,
-      seed: SEED,
-    })
-    log(`recording ${EVENTS} events over ${REPOS} repos to ${file} (once)…`)
-    const t0 = performance.now()
-    await recordFirehose(params, `${file}.part`, {
-      onProgress: (done) => log(`  ${done} events`),
-      progressEvery: 50_000,
-    })
-    renameSync(`${file}.part`, file)
-    log(`recorded in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
-  }
-}
-const corpus = await CorpusReader.open(file)
-const { summary } = corpus
-await corpus.close()
+const { file, summary } = await benchCorpus({ events: EVENTS, repos: REPOS, seed: SEED }, log)
 const head = summary.last_seq
 log(`corpus ${file}: ${summary.frames} events, seq ${summary.first_seq}…${head}`)
 
