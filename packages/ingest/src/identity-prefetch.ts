@@ -32,8 +32,9 @@ export class IdentityPrefetch {
   private readonly concurrency: number
   private readonly remember: number
   private readonly maxQueued: number
-  /** DID → time of the event that asked; insertion order makes it an LRU. */
+  /** DIDs checked recently; insertion order makes it an LRU. */
   private readonly checked = new Map<string, true>()
+  /** DIDs waiting for the next actor query → time of the event that asked. */
   private incoming = new Map<string, string>()
   private readonly resolveQueue: string[] = []
   private inFlight = 0
@@ -68,13 +69,8 @@ export class IdentityPrefetch {
 
   private async round(): Promise<void> {
     this.scheduled = false
-    if (this.querying || !this.incoming.size) {
-      if (this.incoming.size && !this.scheduled) {
-        this.scheduled = true
-        setTimeout(() => void this.round(), 5)
-      }
-      return
-    }
+    // A round in progress runs again when it ends if more DIDs came meanwhile.
+    if (this.querying || !this.incoming.size) return
     const batch = this.incoming
     this.incoming = new Map()
     this.querying = true

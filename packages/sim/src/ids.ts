@@ -40,6 +40,16 @@ export function handleFor(id: number, domain: string): string {
   return `user${id}.${domain}`
 }
 
+/** The user id of a handle made by handleFor (`user<id>.<domain>`), if it is one of 1..maxId. */
+export function idForHandle(handle: string, domain: string, maxId: number): number | undefined {
+  const suffix = `.${domain}`
+  if (!handle.startsWith('user') || !handle.endsWith(suffix)) return undefined
+  const digits = handle.slice(4, -suffix.length)
+  if (!/^[1-9][0-9]*$/.test(digits)) return undefined
+  const id = Number(digits)
+  return id <= maxId ? id : undefined
+}
+
 /** The user id of a DID made by didFor, or undefined; the identity stub needs the inverse. */
 export function idForDid(did: string, maxId: number): number | undefined {
   const m = /^did:plc:([a-z2-7]{24})$/.exec(did)

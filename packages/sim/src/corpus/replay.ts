@@ -10,7 +10,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import { CborWriter } from '../emit/cbor.ts'
 import { SimKeys } from '../emit/keys.ts'
 import { PlcDocuments } from '../emit/plc.ts'
-import { didFor } from '../ids.ts'
+import { didFor, idForHandle } from '../ids.ts'
 import { wsBinaryFrame, type CorpusReader } from './file.ts'
 
 export interface ReplayOptions {
@@ -125,7 +125,7 @@ export class ReplayServer {
     if (path === '/_health' || path === '/_replay') return send(200, this.status())
     if (path === '/.well-known/atproto-did') {
       const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '')
-      const id = this.userOfHandle(host)
+      const id = idForHandle(host, this.domain, this.corpus.header.users)
       if (id === undefined) return send(404, 'handle not found', 'text/plain')
       return send(200, didFor(id), 'text/plain')
     }
@@ -147,13 +147,6 @@ export class ReplayServer {
     const answer = this.docs.answer(path)
     if (answer) return send(answer.status, answer.body, answer.type)
     send(404, { error: 'NotFound', message: `no route ${path}` })
-  }
-
-  private userOfHandle(host: string): number | undefined {
-    const suffix = `.${this.domain}`
-    if (!host.startsWith('user') || !host.endsWith(suffix)) return undefined
-    const id = Number(host.slice(4, -suffix.length))
-    return Number.isSafeInteger(id) && id >= 1 && id <= this.corpus.header.users ? id : undefined
   }
 
   private upgrade(req: IncomingMessage, socket: Socket): void {

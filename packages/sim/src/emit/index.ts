@@ -3,7 +3,7 @@
 // stock RepoSubscription, ours) consumes posts and follows exactly as it would from a relay.
 // Each create is a signed repo commit (sync v1.1: rev, since, prevData, MST blocks in the CAR).
 import { hash32 } from '../rng.ts'
-import { didFor, handleFor, tid } from '../ids.ts'
+import { didFor, handleFor, idForHandle, tid } from '../ids.ts'
 import { DEFAULT_HANDLE_DOMAIN, MAX_USERS } from '../params.ts'
 import { CborWriter, cidToString, type Block } from './cbor.ts'
 import { accountFrame, commitFrame, identityFrame, LocalFirehose } from './firehose.ts'
@@ -123,7 +123,6 @@ export class LocalNetwork {
     const users = opts.users ?? MAX_USERS
     const domain = (opts.handleDomain ?? DEFAULT_HANDLE_DOMAIN).toLowerCase()
     const keys = new SimKeys({ seed: opts.seed, cacheSize: opts.keyCacheSize })
-    const handleRe = new RegExp(`^user([1-9][0-9]*)\\.${domain.replace(/\./g, '\\.')}$`)
     const firehose = await LocalFirehose.start({
       host,
       port: opts.port ?? 0,
@@ -133,8 +132,8 @@ export class LocalNetwork {
       // ahead as long as fewer than a million events are emitted per second.
       firstSeq: opts.firstSeq ?? Date.now() * 1000,
       didForHandle: (handle) => {
-        const id = Number(handleRe.exec(handle)?.[1])
-        return id >= 1 && id <= users ? didFor(id) : undefined
+        const id = idForHandle(handle, domain, users)
+        return id === undefined ? undefined : didFor(id)
       },
     })
     try {
