@@ -1,11 +1,12 @@
 // The batch state a plan runs against: reads of rows not loaded yet miss (and are noted), one
 // load per table and lookup shape brings them in, the batch's own writes are seen by later reads
-// through any lookup, and the net writes per table come out of comparing each key's row before
-// and after the batch.
+// through any lookup, changes roll back to a mark, and the net writes per table come out of
+// comparing each key's row before and after the batch.
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyWrites, generatedColumns } from '../../packages/ingest/src/batch/apply.ts'
-import { BatchState, Miss } from '../../packages/ingest/src/batch/state.ts'
+import { applyWrites } from '../../packages/ingest/src/batch/apply.ts'
+import { loadSchemaInfo, type SchemaInfo } from '../../packages/ingest/src/batch/schema.ts'
+import { BatchState } from '../../packages/ingest/src/batch/state.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 
@@ -27,24 +28,24 @@ const like = (n: number) => ({
 /** Runs `pass` until it reads nothing unloaded (as the planner does); returns the passes. */
 async function plan(state: BatchState, pass: () => void): Promise<number> {
   for (let passes = 1; ; passes++) {
-    state.reset()
-    try {
-      pass()
-    } catch (err) {
-      if (!(err instanceof Miss)) throw err
-    }
-    if (!state.missed) return passes
+    const mark = state.mark()
+    const misses = state.missCount
+    pass()
+    if (state.missCount === misses) return passes
+    state.rollback(mark)
     await state.load()
   }
 }
 
 describe('batch state', () => {
   let db: Db
+  let info: SchemaInfo
   const schema = uniqueName('op_bstate')
 
   beforeAll(async () => {
     db = createPgDb({ url: PG_URL, schema })
     await migrateToLatest(db)
+    info = await loadSchemaInfo(db.db)
     await db.db
       .insertInto('like')
       .values([like(1), like(2)])
@@ -56,11 +57,12 @@ describe('batch state', () => {
   })
 
   it('misses what is not loaded, then reads rows by key and by other columns', async () => {
-    const state = new BatchState(db.db)
-    expect(() => state.rows('like', { uri: like(1).uri })).toThrow(Miss)
-    expect(() => state.rows('like', { creator: A, subject: post(1) })).toThrow(Miss)
-    expect(() => state.rows('like', { uri: like(9).uri })).toThrow(Miss)
-    expect(state.missed).toBe(3)
+    const state = new BatchState(db.db, info)
+    expect(state.rows('like', { uri: like(1).uri })).toEqual([])
+    expect(state.rows('like', { creator: A, subject: post(1) })).toEqual([])
+    expect(state.rows('like', { uri: like(9).uri })).toEqual([])
+    expect(state.missCount).toBe(3)
+    expect(state.pending).toBe(true)
     await state.load()
     // One query per table and lookup shape, however many keys.
     expect(state.queries).toBe(2)
@@ -69,10 +71,40 @@ describe('batch state', () => {
     expect(state.rows('like', { creator: A, subject: post(1) }).map((r) => r.uri)).toEqual([
       like(1).uri,
     ])
+    expect(state.missCount).toBe(3)
+  })
+
+  it('knows the unique keys: an insert into a taken slot is refused, a free one computes sortAt', async () => {
+    const state = new BatchState(db.db, info)
+    let refused: unknown
+    let written: Record<string, unknown> | null = null
+    await plan(state, () => {
+      refused = state.insertIfFree('like', { ...like(7), subject: post(1) })
+      written = state.insertIfFree('like', { ...like(8), subject: post(8) })
+    })
+    expect(refused).toBeNull()
+    expect(written).toMatchObject({ uri: like(8).uri, sortAt: '2026-01-05T12:00:00.000Z' })
+  })
+
+  it('rolls changes back to a mark, lookups included', async () => {
+    const state = new BatchState(db.db, info)
+    let during: string[] = []
+    let after: string[] = []
+    await plan(state, () => {
+      const mark = state.mark()
+      state.delete('like', { uri: like(1).uri })
+      state.put('like', like(3))
+      during = state.rows('like', { creator: A, subject: post(1) }).map((r) => String(r.uri))
+      state.rollback(mark)
+      after = state.rows('like', { creator: A, subject: post(1) }).map((r) => String(r.uri))
+    })
+    expect(during).toEqual([like(3).uri])
+    expect(after).toEqual([like(1).uri])
+    expect(state.writes().size).toBe(0)
   })
 
   it("sees the batch's own writes through every lookup, and nets them per table", async () => {
-    const state = new BatchState(db.db)
+    const state = new BatchState(db.db, info)
     let seen: string[] = []
     const passes = await plan(state, () => {
       // Delete like 1, write like 3 (same slot as like 1) and like 5 written and removed again,
@@ -93,7 +125,7 @@ describe('batch state', () => {
   })
 
   it('changes columns of matching rows in place', async () => {
-    const state = new BatchState(db.db)
+    const state = new BatchState(db.db, info)
     await plan(state, () => {
       state.update('like', { creator: A, subject: post(0) }, { viaCid: 'bafyvia' })
     })
@@ -103,7 +135,7 @@ describe('batch state', () => {
   })
 
   it('applies the net writes with one statement per table and kind', async () => {
-    const state = new BatchState(db.db)
+    const state = new BatchState(db.db, info)
     await plan(state, () => {
       state.delete('like', { uri: like(1).uri })
       state.put('like', like(3))
@@ -112,7 +144,7 @@ describe('batch state', () => {
     })
     const statements = await db.db
       .transaction()
-      .execute(async (tx) => applyWrites(tx, state.writes(), await generatedColumns(tx)))
+      .execute(async (tx) => applyWrites(tx, state.writes(), info))
     // Deletes (like 1, the old like 2) in one statement, inserts (3, 4, the new 2) in another.
     expect(statements).toBe(2)
     const rows = await db.db.selectFrom('like').select(['uri', 'viaCid', 'sortAt']).execute()

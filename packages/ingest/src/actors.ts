@@ -19,46 +19,6 @@ export function needsHandleReindex(
   return diff > DAY || (actor.handle === null && diff > HOUR)
 }
 
-/** Writes the actor's handle; a verified handle held by another actor is taken from it. */
-export async function setHandle(
-  db: Db,
-  did: string,
-  handle: string | null,
-  time: string,
-): Promise<void> {
-  if (handle !== null) {
-    await db
-      .updateTable('actor')
-      .set({ handle: null })
-      .where('handle', '=', handle)
-      .where('did', '!=', did)
-      .execute()
-  }
-  await db
-    .insertInto('actor')
-    .values({ did, handle, indexedAt: time })
-    .onConflict((oc) => oc.column('did').doUpdateSet({ handle, indexedAt: time }))
-    .execute()
-}
-
-export class AccountStatusError extends Error {}
-
-export async function setUpstreamStatus(
-  db: Db,
-  did: string,
-  active: boolean,
-  status: string | undefined,
-): Promise<void> {
-  let upstreamStatus: string | null = null
-  if (!active) {
-    if (!status || !['deactivated', 'suspended', 'takendown'].includes(status)) {
-      throw new AccountStatusError(`unrecognized account status: ${status ?? '(none)'}`)
-    }
-    upstreamStatus = status
-  }
-  await db.updateTable('actor').set({ upstreamStatus }).where('did', '=', did).execute()
-}
-
 // The stock's unindexActor: every table of the account's own records; `quote` and `feed_item`
 // rows stay, as they do in the stock.
 const BY_CREATOR = [

@@ -35,7 +35,7 @@ const streamLag = gauge(
 )
 const stageSeconds = counter(
   'openplane_indexer_stage_seconds_total',
-  'Time spent per ingest stage (decode: frames to events; prepare and write: see batch_seconds)',
+  'Time spent per ingest stage (decode: frames to events; plan: reads and planning; apply: writes)',
   ['stage'],
 )
 

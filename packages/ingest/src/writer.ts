@@ -1,46 +1,28 @@
 // Applies a batch of firehose events in one transaction together with the source's cursor, so
 // a restart resumes exactly after the last applied batch (exactly-once effects). Network lookups
-// (handles, account hosting) happen before the transaction opens. A failing event is isolated
-// with savepoints and skipped (counted and logged), never taking its neighbours down with it.
-// A COMMIT whose reply is lost is settled by asking Postgres, so a batch's changes reach the
-// listeners exactly once whether or not it committed.
+// (handles, account hosting) happen before the transaction opens. Inside it the batch is planned,
+// then applied: every read the plugins make is loaded in bulk (batch/state.ts), the plan yields
+// each table's net row changes, and each table is written once (batch/apply.ts). An account
+// deletion is a barrier: what comes before it is applied, then the deletion, then the rest.
+// A record that fails to plan is skipped (counted and logged); if the database refuses the
+// applied batch, it is redone in halves behind savepoints until the events at fault stand alone
+// and are skipped, never taking their neighbours down with them. A COMMIT whose reply is lost is
+// settled by asking Postgres, so a batch's changes reach the listeners exactly once whether or
+// not it committed. Graph and timeline changes come from the plan's net writes, never from
+// whether a statement happened to add rows, so a retried batch can neither drop nor double one.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import { InvalidRecordError, pluginFor, parseRecord, type RecordRef } from '@openplane/plugins'
-import { childLogger, counter, histogram } from '@openplane/telemetry'
-import {
-  AccountStatusError,
-  deleteAccount,
-  needsHandleReindex,
-  setCommitsLastSeen,
-  setHandle,
-  setUpstreamStatus,
-} from './actors.ts'
-import { ChangeLog, type Change } from './changes.ts'
-import { CounterBuffer, NotificationBuffer } from './effects.ts'
+import { childLogger, histogram } from '@openplane/telemetry'
+import { needsHandleReindex } from './actors.ts'
+import { BatchRun, type Outcome } from './batch/run.ts'
+import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
+import type { Prepared } from './batch/steps.ts'
+import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
-import {
-  createRecord,
-  createRecords,
-  deleteRecord,
-  updateRecord,
-  type CreateItem,
-  type RecordContext,
-} from './records.ts'
 
 type Db = Kysely<DatabaseSchema>
 
 const log = childLogger('writer')
-const ops = counter('openplane_indexer_ops_total', 'Record operations by collection and outcome', [
-  'collection',
-  'action',
-  'outcome',
-])
-const events = counter('openplane_indexer_events_total', 'Firehose events by type and outcome', [
-  'type',
-  'outcome',
-])
-
 const batchSeconds = histogram(
   'openplane_indexer_batch_seconds',
   'Time per batch: network lookups before the transaction, then the transaction',
@@ -66,12 +48,6 @@ export type CommitListener = (
   committed: { source: string; cursor: number },
 ) => void
 
-/** What an attempt that committed hands on: its row changes, and its metrics and logs. */
-interface Outcome {
-  changes: Change[]
-  pending: (() => void)[]
-}
-
 /** An attempt whose COMMIT was sent but not answered: it may or may not have committed. */
 interface Unsettled extends Outcome {
   /** Its transaction id, for txid_status(). */
@@ -85,24 +61,19 @@ interface Unsettled extends Outcome {
 const SETTLE_TRIES = 20
 const SETTLE_WAIT_MS = 100
 
-interface Prepared {
-  /** Handle to write at this event index: did → value. */
-  handles: Map<number, { did: string; handle: string | null }>
-  deletions: Set<number>
-}
-
 export class Writer {
   private readonly db: Db
   private readonly deps: WriterDeps
-  /**
-   * Metrics and logs of the batch attempt in progress: emitted only once it commits, so a batch
-   * redone with savepoints is not counted twice.
-   */
-  private pending: (() => void)[] = []
-  private changes = new ChangeLog()
   private listeners: CommitListener[] = []
   /** Per source, the attempt whose commit is still to be settled (see settle()). */
   private readonly unsettled = new Map<string, Unsettled>()
+  /** The tables' keys, json and generated columns, read once. */
+  private schema: Promise<SchemaInfo> | undefined
+
+  constructor(db: Db, deps: WriterDeps) {
+    this.db = db
+    this.deps = deps
+  }
 
   /**
    * Called after each batch commits, with its watched row changes (follows, feed items; maybe
@@ -110,24 +81,6 @@ export class Writer {
    */
   onCommitted(listener: CommitListener): void {
     this.listeners.push(listener)
-  }
-
-  private later(fn: () => void): void {
-    this.pending.push(fn)
-  }
-
-  /** Creates of `independent` plugins waiting to be written in bulk, in firehose order. */
-  private bulkRun: CreateItem[] = []
-
-  private async flushRun(ctx: RecordContext): Promise<void> {
-    const items = this.bulkRun
-    this.bulkRun = []
-    await createRecords(ctx, items)
-  }
-
-  constructor(db: Db, deps: WriterDeps) {
-    this.db = db
-    this.deps = deps
   }
 
   /**
@@ -150,22 +103,25 @@ export class Writer {
       }
     }
     batchEvents.observe(batch.length)
+    this.schema ??= loadSchemaInfo(this.db).catch((err: unknown) => {
+      this.schema = undefined
+      throw err
+    })
+    const schema = await this.schema
     const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
     const prepared = await this.prepare(batch)
-    const prepareSecs = endPrepare()
-    const endWrite = batchSeconds.startTimer({ phase: 'write' })
+    endPrepare()
     const cursor = batch[batch.length - 1]!.seq
-    let outcome = await this.attempt(source, batch, prepared, cursor, false)
+    let outcome = await this.attempt(source, batch, prepared, schema, cursor, false)
     if ('err' in outcome) {
-      // Something in the batch failed: redo it with each event behind a savepoint.
+      // The database refused something in the batch: redo it, isolating the events at fault.
       const { err } = outcome
       log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
-      outcome = await this.attempt(source, batch, prepared, cursor, true)
+      outcome = await this.attempt(source, batch, prepared, schema, cursor, true)
       if ('err' in outcome) throw outcome.err
     }
-    const writeSecs = endWrite()
     this.deliver(source, cursor, outcome)
-    log.debug({ events: batch.length, cursor, prepareSecs, writeSecs }, 'batch applied')
+    log.debug({ events: batch.length, cursor }, 'batch applied')
   }
 
   /**
@@ -178,32 +134,42 @@ export class Writer {
     source: string,
     batch: IngestEvent[],
     prepared: Prepared,
+    schema: SchemaInfo,
     cursor: number,
     isolate: boolean,
   ): Promise<Outcome | { err: unknown }> {
     const sent: { xid?: string } = {}
-    let failure: { err: unknown } | undefined
+    const outcome: Outcome = { changes: [], pending: [] }
     try {
-      await this.db
-        .transaction()
-        .execute((tx) => this.run(tx, source, batch, prepared, cursor, isolate, sent))
+      await this.db.transaction().execute(async (tx) => {
+        const run = new BatchRun(tx, schema, batch, prepared)
+        await run.all(isolate, outcome)
+        // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went
+        // through.
+        const row = await tx
+          .insertInto('openplane_cursor')
+          .values({ source, seq: cursor })
+          .onConflict((oc) =>
+            oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }),
+          )
+          .returning(sql<string>`txid_current()::text`.as('xid'))
+          .executeTakeFirstOrThrow()
+        sent.xid = row.xid
+      })
+      return outcome
     } catch (err) {
-      failure = { err }
+      // The xid comes from the last statement before COMMIT: without it, COMMIT was never sent.
+      if (sent.xid === undefined) return { err }
+      const xid = sent.xid
+      log.warn({ err, source, xid }, 'batch commit unanswered; asking Postgres')
+      const held: Unsettled = { ...outcome, xid, seqs: batch.map((e) => e.seq), cursor }
+      this.unsettled.set(source, held)
+      const committed = await this.settle(held)
+      this.unsettled.delete(source)
+      if (!committed) return { err }
+      log.info({ source, xid }, 'the unanswered batch commit had gone through')
+      return outcome
     }
-    const outcome: Outcome = { changes: this.changes.take(), pending: this.pending }
-    this.pending = []
-    if (!failure) return outcome
-    // The xid comes from the last statement before COMMIT: without it, COMMIT was never sent.
-    if (sent.xid === undefined) return failure
-    const xid = sent.xid
-    log.warn({ err: failure.err, source, xid }, 'batch commit unanswered; asking Postgres')
-    const held: Unsettled = { ...outcome, xid, seqs: batch.map((e) => e.seq), cursor }
-    this.unsettled.set(source, held)
-    const committed = await this.settle(held)
-    this.unsettled.delete(source)
-    if (!committed) return failure
-    log.info({ source, xid }, 'the unanswered batch commit had gone through')
-    return outcome
   }
 
   /**
@@ -237,174 +203,6 @@ export class Writer {
         log.error({ err }, 'change listener failed')
       }
     }
-  }
-
-  private async run(
-    tx: Db,
-    source: string,
-    batch: IngestEvent[],
-    prepared: Prepared,
-    cursor: number,
-    isolate: boolean,
-    /** Receives the transaction id once the last statement before COMMIT has run. */
-    sent: { xid?: string },
-  ): Promise<void> {
-    this.pending = []
-    this.bulkRun = []
-    this.changes = new ChangeLog()
-    const counters = new CounterBuffer()
-    const notifications = new NotificationBuffer()
-    const ctx: RecordContext = { db: tx, counters, notifications, changes: this.changes }
-    const seen = new Map<string, { commit: string; rev: string }>()
-    for (const [i, evt] of batch.entries()) {
-      if (!isolate) {
-        await this.applyEvent(ctx, evt, i, prepared, false, seen)
-        continue
-      }
-      await sql`savepoint evt`.execute(tx)
-      const restore = snapshot(ctx, this.pending, seen)
-      try {
-        await this.applyEvent(ctx, evt, i, prepared, true, seen)
-        await sql`release savepoint evt`.execute(tx)
-      } catch (err) {
-        await sql`rollback to savepoint evt`.execute(tx)
-        restore()
-        this.later(() => events.inc({ type: evt.type, outcome: 'error' }))
-        log.error({ err, seq: evt.seq, did: evt.did, type: evt.type }, 'event skipped')
-      }
-    }
-    await this.flushRun(ctx)
-    await counters.flush(tx)
-    await notifications.flush(tx)
-    await setCommitsLastSeen(tx, seen)
-    // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went through.
-    const row = await tx
-      .insertInto('openplane_cursor')
-      .values({ source, seq: cursor })
-      .onConflict((oc) => oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }))
-      .returning(sql<string>`txid_current()::text`.as('xid'))
-      .executeTakeFirstOrThrow()
-    sent.xid = row.xid
-  }
-
-  private async applyEvent(
-    ctx: RecordContext,
-    evt: IngestEvent,
-    index: number,
-    prepared: Prepared,
-    isolate: boolean,
-    seen: Map<string, { commit: string; rev: string }>,
-  ): Promise<void> {
-    const tx = ctx.db
-    const handle = prepared.handles.get(index)
-    if (handle) await setHandle(tx, handle.did, handle.handle, evt.time)
-    switch (evt.type) {
-      case 'skip':
-        return
-      case 'commit':
-        // The stock handles ops, not commits: a commit without ops leaves no trace.
-        if (!evt.ops.length) return
-        for (const op of evt.ops) await this.applyOp(ctx, evt, op, isolate)
-        // The latest commit per repo is written once per batch.
-        seen.set(evt.did, { commit: evt.commit, rev: evt.rev })
-        break
-      case 'sync':
-        seen.set(evt.did, { commit: evt.commit, rev: evt.rev })
-        break
-      case 'identity':
-        break
-      case 'account':
-        await this.flushRun(ctx)
-        if (!evt.active && evt.status === 'deleted') {
-          if (prepared.deletions.has(index)) {
-            const deleted = await deleteAccount(tx, evt.did)
-            for (const row of deleted.follows) {
-              ctx.changes.add({ table: 'follow', op: 'delete', row })
-            }
-            ctx.counters.add(deleted.counters)
-            // Notifications of this batch not written yet go the way of the stored ones.
-            ctx.notifications.dropInvolving(evt.did)
-          }
-        } else {
-          try {
-            await setUpstreamStatus(tx, evt.did, evt.active, evt.status)
-          } catch (err) {
-            if (!(err instanceof AccountStatusError)) throw err
-            this.later(() => events.inc({ type: 'account', outcome: 'invalid' }))
-            const message = err.message
-            this.later(() => log.warn({ did: evt.did, status: evt.status }, message))
-            return
-          }
-        }
-        break
-    }
-    this.later(() => events.inc({ type: evt.type, outcome: 'applied' }))
-  }
-
-  private async applyOp(
-    ctx: RecordContext,
-    evt: Extract<IngestEvent, { type: 'commit' }>,
-    op: Extract<IngestEvent, { type: 'commit' }>['ops'][number],
-    isolate: boolean,
-  ): Promise<void> {
-    const uri = `at://${evt.did}/${op.collection}/${op.rkey}`
-    const plugin = pluginFor(op.collection)
-    if (!plugin) {
-      this.later(() => ops.inc({ collection: 'other', action: op.action, outcome: 'ignored' }))
-      return
-    }
-    const label = { collection: op.collection, action: op.action }
-    if (op.action === 'delete') {
-      await this.flushRun(ctx)
-      await deleteRecord(ctx, plugin, uri, parseRecord)
-      this.later(() => ops.inc({ ...label, outcome: 'applied' }))
-      return
-    }
-    const ref: RecordRef = {
-      uri,
-      did: evt.did,
-      collection: op.collection,
-      rkey: op.rkey,
-      cid: op.cid ?? '',
-      indexedAt: evt.time,
-    }
-    let rec: unknown
-    try {
-      rec = plugin.parse(op.record)
-      // Before anything is written: a record the stock drops outright costs its batch nothing.
-      plugin.check?.(ref, rec)
-    } catch (err) {
-      if (!(err instanceof InvalidRecordError)) throw err
-      this.later(() => ops.inc({ ...label, outcome: 'invalid' }))
-      const reason = err.message
-      this.later(() => log.warn({ uri, reason }, 'invalid record skipped'))
-      return
-    }
-    const write = op.action === 'create' ? createRecord : updateRecord
-    const independent =
-      typeof plugin.independent === 'function' ? plugin.independent(rec) : plugin.independent
-    const bulk = !isolate && op.action === 'create' && !!independent
-    if (!bulk) await this.flushRun(ctx)
-    if (bulk) {
-      this.bulkRun.push({ plugin, ref, rec })
-    } else if (!isolate) {
-      await write(ctx, plugin, ref, rec)
-    } else {
-      // Inside isolation each op gets its own savepoint so one bad record spares its commit.
-      await sql`savepoint op`.execute(ctx.db)
-      const restore = snapshot(ctx, this.pending)
-      try {
-        await write(ctx, plugin, ref, rec)
-        await sql`release savepoint op`.execute(ctx.db)
-      } catch (err) {
-        await sql`rollback to savepoint op`.execute(ctx.db)
-        restore()
-        this.later(() => ops.inc({ ...label, outcome: 'error' }))
-        log.error({ err, uri }, 'record skipped')
-        return
-      }
-    }
-    this.later(() => ops.inc({ ...label, outcome: 'applied' }))
   }
 
   /** Network work for the batch, done before the transaction: handles and account deletions. */
@@ -503,28 +301,5 @@ class ActorPlan {
   private release(did: string): void {
     const handle = this.state.get(did)?.handle
     if (handle && this.holder.get(handle) === did) this.holder.delete(handle)
-  }
-}
-
-/** Captures the in-memory batch buffers so a savepoint rollback can drop their share too. */
-function snapshot(
-  ctx: RecordContext,
-  pending: unknown[],
-  seen?: Map<string, { commit: string; rev: string }>,
-) {
-  const pendingLength = pending.length
-  const changes = ctx.changes.snapshot()
-  const counters = ctx.counters.snapshot()
-  const notifications = ctx.notifications.snapshot()
-  const seenCopy = seen ? new Map(seen) : undefined
-  return () => {
-    pending.length = pendingLength
-    changes()
-    counters()
-    notifications()
-    if (seen && seenCopy) {
-      seen.clear()
-      for (const [k, v] of seenCopy) seen.set(k, v)
-    }
   }
 }

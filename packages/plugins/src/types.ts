@@ -1,14 +1,28 @@
 // The plugin contract. A plugin turns one record into declared effects; it never writes.
-// The writer (in @openplane/ingest) applies effects inside the batch transaction, so batching,
-// duplicate handling, exact counter deltas and exactly-once replay live in one place.
-import type { Insertable, Kysely, Selectable } from 'kysely'
+// The writer (in @openplane/ingest) plans a whole batch against the index as the batch leaves it,
+// then writes each table once, so batching, duplicate handling, exact counter deltas and
+// exactly-once replay live in one place.
+import type { Insertable, Selectable } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 
 export type Tables = DatabaseSchema
 export type TableName = keyof Tables & string
 
-/** Read access to the current state, inside the batch transaction. Plugins must not write. */
-export type Reader = Kysely<DatabaseSchema>
+export type WhereValue = string | number | boolean | null
+
+/**
+ * Read access to the index as the batch has left it so far, synchronous: the writer loads in
+ * bulk whatever a batch's reads ask for and plans again, so a plugin reads as if everything were
+ * in memory. Reads are by equality on columns; a plugin reads row by row (a thread upwards one
+ * parent at a time), never with SQL. Plugins must not write.
+ */
+export interface Reader {
+  rows<T extends TableName>(table: T, where: Record<string, WhereValue>): Selectable<Tables[T]>[]
+  first<T extends TableName>(
+    table: T,
+    where: Record<string, WhereValue>,
+  ): Selectable<Tables[T]> | undefined
+}
 
 /** One record operation as it reaches a plugin. */
 export interface RecordRef {
@@ -43,9 +57,8 @@ export type RowInsert = {
   [T in TableName]: {
     kind: 'insert'
     table: T
+    /** Left alone when its key or another unique key is taken (`on conflict do nothing`). */
     values: Insertable<Tables[T]>
-    /** Leave an existing row alone (default), or overwrite these columns. */
-    onConflict?: { columns: string[]; update: string[] }
   }
 }[TableName]
 
@@ -92,19 +105,14 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
    * record in `record` only (the stock skips e.g. a profile whose rkey is not `self`); throwing
    * drops the whole record, `record` row included.
    */
-  toRow(db: Reader, ref: RecordRef, record: Rec): Promise<Insertable<Tables[T]> | null>
+  toRow(db: Reader, ref: RecordRef, record: Rec): Insertable<Tables[T]> | null
   /**
    * When the primary insert hits a uniqueness rule other than the uri (a second like of the same
    * subject), the uri of the record that holds the slot; it is then tracked as a duplicate.
    */
-  findDuplicate?(db: Reader, ref: RecordRef, record: Rec): Promise<string | null>
+  findDuplicate?(db: Reader, ref: RecordRef, record: Rec): string | null
   /** Effects of a primary row that was actually inserted. */
-  onInsert(
-    db: Reader,
-    row: Selectable<Tables[T]>,
-    ref: RecordRef,
-    record: Rec,
-  ): Promise<Effects> | Effects
+  onInsert(db: Reader, row: Selectable<Tables[T]>, ref: RecordRef, record: Rec): Effects
   /**
    * Effects of a primary row that was actually deleted; `replacedBy` (and its record) is set on
    * updates and duplicate promotions, whose notifications come from here.
@@ -114,7 +122,7 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
     row: Selectable<Tables[T]>,
     replacedBy: Selectable<Tables[T]> | null,
     replacedByRecord?: Rec,
-  ): Promise<Effects> | Effects
+  ): Effects
   /**
    * What the stock writes with every create / delete of the record whether or not the primary
    * row changed (a duplicate repost still gets a feed item, and loses it when deleted; deleting
@@ -123,13 +131,8 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
    */
   unconditional?: {
     create(ref: RecordRef, record: Rec): RowWrite[]
-    delete(db: Reader, uri: string): Promise<Effects> | Effects
+    delete(db: Reader, uri: string): Effects
   }
   /** On delete, re-index the oldest duplicate in its place (default true). */
   promoteDuplicateOnDelete?: boolean
-  /**
-   * `toRow` and `onInsert` read nothing that another record of the same batch could change, so
-   * the writer may create runs of these records in bulk (one statement per table, not per record).
-   */
-  independent?: boolean | ((record: Rec) => boolean)
 }

@@ -1,38 +1,27 @@
 // Applies a batch's net writes (BatchState.writes()): per table, one statement deleting every row
 // whose key the batch removed or replaced, then one inserting every row it added or replaced
-// (split only to stay under Postgres' limit of parameters per statement). Statements per batch
-// follow the number of tables touched, not the number of events.
+// (split only to stay under Postgres' limit of parameters per statement, and by the set of
+// columns given, so a column left out keeps its default). Statements per batch follow the number
+// of tables touched, not the number of events.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import { PRIMARY_KEYS, type Row } from './state.ts'
+import type { SchemaInfo } from './schema.ts'
+import type { Row } from './state.ts'
 
 type Db = Kysely<DatabaseSchema>
 
 /** Postgres takes at most 65535 parameters in one statement. */
 const MAX_PARAMS = 60_000
 
-/** Generated columns (the stock's sortAt), which an insert must leave out. */
-export async function generatedColumns(db: Db): Promise<Map<string, Set<string>>> {
-  const { rows } = await sql<{ table: string; column: string }>`
-    select table_name as "table", column_name as "column" from information_schema.columns
-    where table_schema = current_schema() and is_generated = 'ALWAYS'
-  `.execute(db)
-  const out = new Map<string, Set<string>>()
-  for (const r of rows) out.set(r.table, (out.get(r.table) ?? new Set()).add(r.column))
-  return out
-}
+export type Writes = Map<string, { deleted: Row[]; inserted: Row[] }>
 
-export async function applyWrites(
-  db: Db,
-  writes: Map<string, { deleted: Row[]; inserted: Row[] }>,
-  generated: Map<string, Set<string>>,
-): Promise<number> {
+export async function applyWrites(db: Db, writes: Writes, schema: SchemaInfo): Promise<number> {
   let statements = 0
   // Deletes first: a replaced row, or a row whose unique slot another row takes, must be gone
   // before its successor is inserted.
   for (const [table, { deleted }] of writes) {
     if (!deleted.length) continue
-    const pk = PRIMARY_KEYS[table]!
+    const pk = schema.get(table)!.primary
     const cols = sql.join(pk.map((c) => sql`${sql.ref(c)}::text`))
     const arrays = sql.join(pk.map((c) => sql`${deleted.map((r) => String(r[c]))}::text[]`))
     await sql`
@@ -42,20 +31,29 @@ export async function applyWrites(
   }
   for (const [table, { inserted }] of writes) {
     if (!inserted.length) continue
-    const skip = generated.get(table)
-    const columns = [...new Set(inserted.flatMap((r) => Object.keys(r)))].filter(
-      (c) => !skip?.has(c),
-    )
-    const perStatement = Math.max(1, Math.floor(MAX_PARAMS / columns.length))
-    for (let i = 0; i < inserted.length; i += perStatement) {
-      const values = inserted
-        .slice(i, i + perStatement)
-        .map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null])))
-      await db
-        .insertInto(table as keyof DatabaseSchema)
-        .values(values as never)
-        .execute()
-      statements++
+    const skip = schema.get(table)!.generated
+    const shapes = new Map<string, { columns: string[]; rows: Row[] }>()
+    for (const row of inserted) {
+      const columns = Object.keys(row)
+        .filter((c) => !skip.has(c) && row[c] !== undefined)
+        .sort()
+      const shape = columns.join(',')
+      let s = shapes.get(shape)
+      if (!s) shapes.set(shape, (s = { columns, rows: [] }))
+      s.rows.push(row)
+    }
+    for (const { columns, rows } of shapes.values()) {
+      const perStatement = Math.max(1, Math.floor(MAX_PARAMS / Math.max(1, columns.length)))
+      for (let i = 0; i < rows.length; i += perStatement) {
+        const values = rows
+          .slice(i, i + perStatement)
+          .map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null])))
+        await db
+          .insertInto(table as keyof DatabaseSchema)
+          .values(values as never)
+          .execute()
+        statements++
+      }
     }
   }
   return statements

@@ -1,123 +1,99 @@
-// The rows a batch reads, loaded in bulk, with the batch's own changes laid over them. Planning a
-// batch runs its ops in firehose order against this state, synchronously: a read of something
-// not loaded yet throws `Miss` (the key is noted), the planner finishes the pass collecting every
-// miss, loads them all with one query per table and lookup shape, and plans again from the start.
-// Round trips then grow with how deep the batch's reads chain (a thread's ancestors), never with
-// the number of events. At the end the state knows, per table and primary key, the row before the
-// batch and after it: the writes to apply, each table once.
+// The rows a batch reads, loaded in bulk, with the batch's own changes laid over them. Planning
+// runs the batch's steps in firehose order against this state, synchronously. A read of something
+// not loaded yet answers "nothing" and notes the key; the planner sees the step missed, undoes it,
+// lets the rest of the pass note what it misses too, loads every noted key with one query per
+// table and lookup shape, and resumes at the first step that missed (the steps before it read only
+// loaded rows, so their outcome stands). Round trips then grow with how deep the batch's reads
+// chain (a thread's ancestors), never with the number of events. At the end the state knows, per
+// table and primary key, the row before the batch and after it: the writes to apply, each table
+// once.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
+import type { SchemaInfo, TableInfo } from './schema.ts'
 
 export type Value = string | number | boolean | null
 export type Row = Record<string, unknown>
 export type Where = Record<string, Value>
 
-/** Primary key columns of every table a batch reads or writes. */
-export const PRIMARY_KEYS: Record<string, readonly string[]> = {
-  record: ['uri'],
-  duplicate_record: ['uri'],
-  actor: ['did'],
-  actor_sync: ['did'],
-  profile: ['uri'],
-  post: ['uri'],
-  post_embed_image: ['postUri', 'position'],
-  post_embed_gallery_image: ['postUri', 'position'],
-  post_embed_video: ['postUri'],
-  post_embed_external: ['postUri'],
-  post_embed_record: ['postUri'],
-  quote: ['uri'],
-  feed_item: ['uri'],
-  op_thread_reply: ['uri'],
-  like: ['uri'],
-  repost: ['uri'],
-  follow: ['uri'],
-  actor_block: ['uri'],
-  list: ['uri'],
-  list_item: ['uri'],
-  list_block: ['uri'],
-  reference_list_opt_out: ['uri'],
-  thread_gate: ['uri'],
-  post_gate: ['uri'],
-  feed_generator: ['uri'],
-  labeler: ['uri'],
-  starter_pack: ['uri'],
-  verification: ['uri'],
-  thread_mute: ['rootUri', 'mutedByDid'],
-}
-
-/** Thrown by a read of rows not loaded yet; the planner catches it, loads, and plans again. */
-export class Miss extends Error {
-  override name = 'Miss'
-}
-
 const SEP = '\u0001'
-const keyOf = (values: readonly Value[]): string => values.map((v) => String(v)).join(SEP)
-
-function primaryKey(table: string): readonly string[] {
-  const pk = PRIMARY_KEYS[table]
-  if (!pk) throw new Error(`no primary key known for table ${table}`)
-  return pk
-}
+const keyOf = (values: readonly unknown[]): string => values.map((v) => String(v)).join(SEP)
 
 interface Lookup {
   table: string
   columns: string[]
 }
 
+/** One overlay change, to undo it. */
+interface Undo {
+  table: string
+  key: string
+  /** The overlay entry before, or undefined when there was none. */
+  prev: Row | null | undefined
+}
+
 export class BatchState {
   private readonly db: Kysely<DatabaseSchema>
+  private readonly schema: SchemaInfo
   /** Rows as they were before the batch, by table and primary key; null: known absent. */
   private readonly base = new Map<string, Map<string, Row | null>>()
   /** Lookups by other columns already loaded: the primary keys of the rows they found. */
   private readonly lookups = new Map<string, string[]>()
   /** The batch's changes, by table and primary key; null: deleted. */
-  private overlay = new Map<string, Map<string, Row | null>>()
-  /** What the current pass could not read: lookup shape → value tuples. */
-  private misses = new Map<string, { lookup: Lookup; values: Map<string, Value[]> }>()
+  private readonly overlay = new Map<string, Map<string, Row | null>>()
+  /** Overlay rows by lookup shape and values, built when a shape is first read. */
+  private readonly indexes = new Map<string, Map<string, Map<string, Set<string>>>>()
+  private readonly journal: Undo[] = []
+  /** What could not be read yet: lookup shape → value tuples. */
+  private misses = new Map<string, { lookup: Lookup; values: Map<string, unknown[]> }>()
+  /** Reads that missed so far (a step compares it before and after). */
+  missCount = 0
   /** Queries issued by load(), for the profile. */
   queries = 0
 
-  constructor(db: Kysely<DatabaseSchema>) {
+  constructor(db: Kysely<DatabaseSchema>, schema: SchemaInfo) {
     this.db = db
+    this.schema = schema
   }
 
-  /** Starts a planning pass: the batch's changes so far are dropped, loaded rows kept. */
-  reset(): void {
-    this.overlay = new Map()
-    this.misses = new Map()
+  /** Whether keys wait to be loaded. */
+  get pending(): boolean {
+    return this.misses.size > 0
   }
 
-  get missed(): number {
-    let n = 0
-    for (const m of this.misses.values()) n += m.values.size
-    return n
+  /** A point to roll the batch's changes back to. */
+  mark(): number {
+    return this.journal.length
+  }
+
+  rollback(mark: number): void {
+    while (this.journal.length > mark) {
+      const u = this.journal.pop()!
+      this.setOverlay(u.table, u.key, u.prev, false)
+    }
   }
 
   /** The rows of `table` matching `where` now (before the batch, changed by it). */
   rows(table: string, where: Where): Row[] {
+    const t = this.table(table)
     const columns = Object.keys(where).sort()
     const values = columns.map((c) => where[c]!)
-    const pk = primaryKey(table)
-    const byPk = columns.length === pk.length && pk.every((c) => c in where)
+    const pk = t.primary
     const changed = this.overlay.get(table)
-    if (byPk) {
-      const key = keyOf(pk.map((c) => where[c]!))
+    if (columns.length === pk.length && pk.every((c) => c in where)) {
+      const pkValues = pk.map((c) => where[c]!)
+      const key = keyOf(pkValues)
       if (changed?.has(key)) {
         const row = changed.get(key)!
         return row ? [row] : []
       }
       const known = this.base.get(table)
-      if (!known?.has(key))
-        throw this.miss(
-          { table, columns: [...pk] },
-          pk.map((c) => where[c]!),
-        )
+      if (!known?.has(key)) return this.miss({ table, columns: [...pk] }, pkValues)
       const row = known.get(key)!
       return row ? [row] : []
     }
-    const lookupKey = `${table}${SEP}${columns.join(',')}${SEP}${keyOf(values)}`
-    const found = this.lookups.get(lookupKey)
-    if (!found) throw this.miss({ table, columns }, values)
+    const shape = columns.join(',')
+    const found = this.lookups.get(`${table}${SEP}${shape}${SEP}${keyOf(values)}`)
+    if (!found) return this.miss({ table, columns }, values)
     const out: Row[] = []
     const known = this.base.get(table)!
     for (const key of found) {
@@ -126,8 +102,9 @@ export class BatchState {
       if (row) out.push(row)
     }
     // Rows the batch wrote (or changed) that match now.
-    for (const row of changed?.values() ?? []) {
-      if (row && columns.every((c) => row[c] === where[c])) out.push(row)
+    for (const key of this.index(table, columns).get(keyOf(values)) ?? []) {
+      const row = changed!.get(key)
+      if (row) out.push(row)
     }
     return out
   }
@@ -136,71 +113,114 @@ export class BatchState {
     return this.rows(table, where)[0]
   }
 
-  /**
-   * Whether a row with this primary key exists now. Reading it first also makes it known, which
-   * apply() needs for every key the batch writes.
-   */
   has(table: string, key: Where): boolean {
     return this.rows(table, key).length > 0
   }
 
-  /** Writes a row (replacing any with its key). */
-  put(table: string, row: Row): void {
-    const key = this.keyOfRow(table, row)
+  /**
+   * Writes a row (replacing any with its key), its generated columns computed as Postgres would.
+   * Returns the row as written.
+   */
+  put(table: string, values: Row): Row {
+    const t = this.table(table)
+    const row = { ...values }
+    for (const [column, v] of Object.entries(row)) {
+      // Postgres refuses NUL in text and json: refuse it here, where only its record fails.
+      if (typeof v === 'string' && v.includes('\u0000')) {
+        throw new Error(`${table}.${column} holds a NUL character, which Postgres refuses`)
+      }
+    }
+    for (const [column, [a, b]] of t.generated) {
+      const x = String(row[a])
+      const y = String(row[b])
+      row[column] = x < y ? x : y
+    }
+    const pkValues = t.primary.map((c) => row[c])
+    const key = keyOf(pkValues)
     // The row before the batch must be known, to tell an insert from a replacement.
-    this.ensureKnown(table, row)
-    this.changedTable(table).set(key, row)
+    if (!this.overlay.get(table)?.has(key) && !this.base.get(table)?.has(key)) {
+      this.miss({ table, columns: [...t.primary] }, pkValues)
+    }
+    this.setOverlay(table, key, row, true)
+    return row
+  }
+
+  /**
+   * Inserts a row unless its primary key or another unique key is taken (what `on conflict do
+   * nothing` does); returns the row written, or null.
+   */
+  insertIfFree(table: string, values: Row): Row | null {
+    const t = this.table(table)
+    if (this.has(table, pick(values, t.primary))) return null
+    for (const unique of t.unique) {
+      const where = pick(values, unique)
+      // A null never conflicts.
+      if (Object.values(where).some((v) => v === null)) continue
+      if (this.first(table, where)) return null
+    }
+    return this.put(table, values)
   }
 
   /** Deletes the rows matching `where`; returns them. */
   delete(table: string, where: Where): Row[] {
     const gone = this.rows(table, where)
-    for (const row of gone) this.changedTable(table).set(this.keyOfRow(table, row), null)
+    for (const row of gone) this.setOverlay(table, this.keyOfRow(table, row), null, true)
     return gone
   }
 
   /** Changes columns of the rows matching `where`; returns them as they are now. */
   update(table: string, where: Where, set: Row): Row[] {
     const rows = this.rows(table, where).map((row) => ({ ...row, ...set }))
-    for (const row of rows) this.changedTable(table).set(this.keyOfRow(table, row), row)
+    for (const row of rows) this.setOverlay(table, this.keyOfRow(table, row), row, true)
     return rows
   }
 
-  /** Loads everything the last pass missed: one query per table and lookup shape. */
+  /** Loads everything missed so far: one query per table and lookup shape. */
   async load(): Promise<void> {
     const pending = [...this.misses.values()]
     this.misses = new Map()
     for (const { lookup, values } of pending) {
       const { table, columns } = lookup
+      const t = this.table(table)
       const tuples = [...values.values()]
-      const pk = primaryKey(table)
-      const arrays = columns.map((_, i) => tuples.map((t) => (t[i] === null ? null : String(t[i]))))
+      const pk = t.primary
+      const arrays = columns.map((_, i) => tuples.map((v) => (v[i] == null ? null : String(v[i]))))
       // (c1, c2) in (select * from unnest($1::text[], $2::text[])): one statement for any count.
       // Compared as text: a relabel for the (var)char columns these lookups use, so their
       // indexes still serve.
       const cols = sql.join(columns.map((c) => sql`${sql.ref(c)}::text`))
       const unnest = sql.join(arrays.map((a) => sql`${a}::text[]`))
+      const select = sql.join(
+        t.columns.map((c) =>
+          t.json.has(c) ? sql`${sql.ref(c)}::text as ${sql.ref(c)}` : sql.ref(c),
+        ),
+      )
       const { rows } = await sql<Row>`
-        select * from ${sql.table(table)}
+        select ${select} from ${sql.table(table)}
         where (${cols}) in (select * from unnest(${unnest}))
       `.execute(this.db)
       this.queries++
       const known = this.knownTable(table)
       const byPk = columns.length === pk.length && pk.every((c, i) => columns[i] === c)
-      if (byPk) for (const t of tuples) if (!known.has(keyOf(t))) known.set(keyOf(t), null)
       const matches = new Map<string, string[]>()
       for (const row of rows) {
-        const key = keyOf(pk.map((c) => row[c] as Value))
-        known.set(key, row)
+        const key = keyOf(pk.map((c) => row[c]))
+        // A key known already keeps the row first read: reads of one batch must agree.
+        if (!known.has(key)) known.set(key, row)
         if (!byPk) {
-          const lookupKey = `${table}${SEP}${columns.join(',')}${SEP}${keyOf(columns.map((c) => row[c] as Value))}`
-          matches.set(lookupKey, [...(matches.get(lookupKey) ?? []), key])
+          const match = keyOf(columns.map((c) => row[c]))
+          matches.set(match, [...(matches.get(match) ?? []), key])
         }
       }
-      if (!byPk) {
-        for (const t of tuples) {
-          const lookupKey = `${table}${SEP}${columns.join(',')}${SEP}${keyOf(t)}`
-          this.lookups.set(lookupKey, matches.get(lookupKey) ?? [])
+      for (const v of tuples) {
+        if (byPk) {
+          if (!known.has(keyOf(v))) known.set(keyOf(v), null)
+        } else {
+          const match = keyOf(v)
+          this.lookups.set(
+            `${table}${SEP}${columns.join(',')}${SEP}${match}`,
+            matches.get(match) ?? [],
+          )
         }
       }
     }
@@ -229,24 +249,60 @@ export class BatchState {
     return out
   }
 
-  private ensureKnown(table: string, row: Row): void {
-    const pk = primaryKey(table)
-    const key = keyOf(pk.map((c) => row[c] as Value))
-    if (this.overlay.get(table)?.has(key) || this.base.get(table)?.has(key)) return
-    throw this.miss(
-      { table, columns: [...pk] },
-      pk.map((c) => row[c] as Value),
-    )
+  info(table: string): TableInfo {
+    return this.table(table)
+  }
+
+  private table(table: string): TableInfo {
+    const t = this.schema.get(table)
+    if (!t?.primary.length) throw new Error(`no primary key known for table ${table}`)
+    return t
+  }
+
+  private setOverlay(table: string, key: string, row: Row | null | undefined, log: boolean) {
+    let changed = this.overlay.get(table)
+    if (!changed) this.overlay.set(table, (changed = new Map()))
+    const prev = changed.get(key)
+    if (log) this.journal.push({ table, key, prev: changed.has(key) ? prev : undefined })
+    const indexes = this.indexes.get(table)
+    if (indexes) {
+      for (const [shape, index] of indexes) {
+        const columns = shape.split(',')
+        if (prev) index.get(keyOf(columns.map((c) => prev[c])))?.delete(key)
+        if (row) {
+          const match = keyOf(columns.map((c) => row[c]))
+          let set = index.get(match)
+          if (!set) index.set(match, (set = new Set()))
+          set.add(key)
+        }
+      }
+    }
+    if (row === undefined) changed.delete(key)
+    else changed.set(key, row)
+  }
+
+  /** The overlay's rows by one lookup shape, kept up to date from the first read on. */
+  private index(table: string, columns: string[]): Map<string, Set<string>> {
+    let indexes = this.indexes.get(table)
+    if (!indexes) this.indexes.set(table, (indexes = new Map()))
+    const shape = columns.join(',')
+    let index = indexes.get(shape)
+    if (!index) {
+      index = new Map()
+      for (const [key, row] of this.overlay.get(table) ?? []) {
+        if (!row) continue
+        const match = keyOf(columns.map((c) => row[c]))
+        let set = index.get(match)
+        if (!set) index.set(match, (set = new Set()))
+        set.add(key)
+      }
+      indexes.set(shape, index)
+    }
+    return index
   }
 
   private keyOfRow(table: string, row: Row): string {
-    return keyOf(primaryKey(table).map((c) => row[c] as Value))
-  }
-
-  private changedTable(table: string): Map<string, Row | null> {
-    let m = this.overlay.get(table)
-    if (!m) this.overlay.set(table, (m = new Map()))
-    return m
+    return keyOf(this.table(table).primary.map((c) => row[c]))
   }
 
   private knownTable(table: string): Map<string, Row | null> {
@@ -255,16 +311,21 @@ export class BatchState {
     return m
   }
 
-  private miss(lookup: Lookup, values: Value[]): Miss {
+  private miss(lookup: Lookup, values: unknown[]): Row[] {
+    this.missCount++
     const shape = `${lookup.table}${SEP}${lookup.columns.join(',')}`
     let m = this.misses.get(shape)
     if (!m) this.misses.set(shape, (m = { lookup, values: new Map() }))
     m.values.set(keyOf(values), values)
-    return new Miss(`${lookup.table} by ${lookup.columns.join(', ')} not loaded`)
+    return []
   }
 }
 
-/** Rows compare by the columns the newer one has (planned rows leave generated columns out). */
+function pick(row: Row, columns: readonly string[]): Where {
+  return Object.fromEntries(columns.map((c) => [c, (row[c] ?? null) as Value]))
+}
+
+/** Rows compare by the columns the newer one has (planned rows may leave defaults out). */
 function sameRow(before: Row, now: Row): boolean {
   for (const [c, v] of Object.entries(now)) {
     const b = before[c]

@@ -8,10 +8,9 @@ type Block = AppBskyGraphBlock.Record
 export const block: RecordPlugin<Block, 'actor_block'> = {
   collection: 'app.bsky.graph.block',
   table: 'actor_block',
-  independent: true,
   parse: (record) => assertRecord<Block>('app.bsky.graph.block', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,
@@ -22,14 +21,8 @@ export const block: RecordPlugin<Block, 'actor_block'> = {
     }
   },
 
-  async findDuplicate(db, ref, rec) {
-    const found = await db
-      .selectFrom('actor_block')
-      .where('creator', '=', ref.did)
-      .where('subjectDid', '=', rec.subject)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+  findDuplicate(db, ref, rec) {
+    return db.first('actor_block', { creator: ref.did, subjectDid: rec.subject })?.uri ?? null
   },
 
   onInsert: () => ({}),

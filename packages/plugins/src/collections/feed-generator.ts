@@ -9,10 +9,9 @@ type Generator = AppBskyFeedGenerator.Record
 export const feedGenerator: RecordPlugin<Generator, 'feed_generator'> = {
   collection: 'app.bsky.feed.generator',
   table: 'feed_generator',
-  independent: true,
   parse: (record) => assertRecord<Generator>('app.bsky.feed.generator', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,

@@ -8,10 +8,9 @@ type Follow = AppBskyGraphFollow.Record
 export const follow: RecordPlugin<Follow, 'follow'> = {
   collection: 'app.bsky.graph.follow',
   table: 'follow',
-  independent: true,
   parse: (record) => assertRecord<Follow>('app.bsky.graph.follow', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,
@@ -22,14 +21,8 @@ export const follow: RecordPlugin<Follow, 'follow'> = {
     }
   },
 
-  async findDuplicate(db, ref, rec) {
-    const found = await db
-      .selectFrom('follow')
-      .where('creator', '=', ref.did)
-      .where('subjectDid', '=', rec.subject)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+  findDuplicate(db, ref, rec) {
+    return db.first('follow', { creator: ref.did, subjectDid: rec.subject })?.uri ?? null
   },
 
   onInsert(_db, row) {

@@ -33,7 +33,7 @@ export function gatePlugin<Rec extends GateRecord, T extends 'thread_gate' | 'po
 
     check,
 
-    async toRow(_db, ref, rec) {
+    toRow(_db, ref, rec) {
       // Also reached by a promoted duplicate, which was checked when it came.
       check(ref, rec)
       return {
@@ -46,13 +46,8 @@ export function gatePlugin<Rec extends GateRecord, T extends 'thread_gate' | 'po
       } as never
     },
 
-    async findDuplicate(db, _ref, rec) {
-      const found = await db
-        .selectFrom(table as 'thread_gate')
-        .where('postUri', '=', rec.post)
-        .select('uri')
-        .executeTakeFirst()
-      return found?.uri ?? null
+    findDuplicate(db, _ref, rec) {
+      return db.first(table as 'thread_gate', { postUri: rec.post })?.uri ?? null
     },
 
     // Posts indexed earlier keep their verdicts (violatesThreadGate / violatesEmbeddingRules):

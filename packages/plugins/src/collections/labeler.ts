@@ -8,10 +8,9 @@ type Service = AppBskyLabelerService.Record
 export const labeler: RecordPlugin<Service, 'labeler'> = {
   collection: 'app.bsky.labeler.service',
   table: 'labeler',
-  independent: true,
   parse: (record) => assertRecord<Service>('app.bsky.labeler.service', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     // Only the `self` record declares a labeler; others stay in `record` alone.
     if (ref.rkey !== 'self') return null
     return {

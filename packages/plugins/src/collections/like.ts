@@ -8,10 +8,9 @@ type Like = AppBskyFeedLike.Record
 export const like: RecordPlugin<Like, 'like'> = {
   collection: 'app.bsky.feed.like',
   table: 'like',
-  independent: true,
   parse: (record) => assertRecord<Like>('app.bsky.feed.like', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,
@@ -25,14 +24,8 @@ export const like: RecordPlugin<Like, 'like'> = {
     }
   },
 
-  async findDuplicate(db, ref, rec) {
-    const found = await db
-      .selectFrom('like')
-      .where('creator', '=', ref.did)
-      .where('subject', '=', rec.subject.uri)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+  findDuplicate(db, ref, rec) {
+    return db.first('like', { creator: ref.did, subject: rec.subject.uri })?.uri ?? null
   },
 
   onInsert(_db, row) {

@@ -8,10 +8,9 @@ type ListBlock = AppBskyGraphListblock.Record
 export const listBlock: RecordPlugin<ListBlock, 'list_block'> = {
   collection: 'app.bsky.graph.listblock',
   table: 'list_block',
-  independent: true,
   parse: (record) => assertRecord<ListBlock>('app.bsky.graph.listblock', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,
@@ -22,14 +21,8 @@ export const listBlock: RecordPlugin<ListBlock, 'list_block'> = {
     }
   },
 
-  async findDuplicate(db, ref, rec) {
-    const found = await db
-      .selectFrom('list_block')
-      .where('creator', '=', ref.did)
-      .where('subjectUri', '=', rec.subject)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+  findDuplicate(db, ref, rec) {
+    return db.first('list_block', { creator: ref.did, subjectUri: rec.subject })?.uri ?? null
   },
 
   onInsert: () => ({}),

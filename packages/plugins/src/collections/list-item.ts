@@ -9,7 +9,6 @@ type ListItem = AppBskyGraphListitem.Record
 export const listItem: RecordPlugin<ListItem, 'list_item'> = {
   collection: 'app.bsky.graph.listitem',
   table: 'list_item',
-  independent: true,
   parse: (record) => assertRecord<ListItem>('app.bsky.graph.listitem', record),
 
   // Only a list's owner may add to it: the stock drops the record outright otherwise.
@@ -19,7 +18,7 @@ export const listItem: RecordPlugin<ListItem, 'list_item'> = {
     }
   },
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     // Also reached by a promoted duplicate, which was checked when it came.
     listItem.check!(ref, rec)
     return {
@@ -33,14 +32,8 @@ export const listItem: RecordPlugin<ListItem, 'list_item'> = {
     }
   },
 
-  async findDuplicate(db, _ref, rec) {
-    const found = await db
-      .selectFrom('list_item')
-      .where('listUri', '=', rec.list)
-      .where('subjectDid', '=', rec.subject)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+  findDuplicate(db, _ref, rec) {
+    return db.first('list_item', { listUri: rec.list, subjectDid: rec.subject })?.uri ?? null
   },
 
   onInsert: () => ({}),

@@ -9,10 +9,9 @@ type List = AppBskyGraphList.Record
 export const list: RecordPlugin<List, 'list'> = {
   collection: 'app.bsky.graph.list',
   table: 'list',
-  independent: true,
   parse: (record) => assertRecord<List>('app.bsky.graph.list', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,

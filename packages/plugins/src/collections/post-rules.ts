@@ -20,36 +20,26 @@ const parseJson = (json: string): Obj => {
 const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : [])
 
 /** A stored record (any collection: the stock does not check what a reply points at). */
-export async function storedRecord(db: Reader, uri: string): Promise<Obj | undefined> {
-  const found = await db
-    .selectFrom('record')
-    .where('uri', '=', uri)
-    .select('json')
-    .executeTakeFirst()
+export function storedRecord(db: Reader, uri: string): Obj | undefined {
+  const found = db.first('record', { uri })
   return found && parseJson(found.json)
 }
 
-export async function validateReply(
+export function validateReply(
   db: Reader,
   creator: string,
   reply: ReplyRef,
-): Promise<{ invalidReplyRoot: boolean; violatesThreadGate: boolean }> {
+): { invalidReplyRoot: boolean; violatesThreadGate: boolean } {
   const rootUri = reply.root.uri
   const parentUri = reply.parent.uri
-  const gateUri = gateUriOf(rootUri, 'threadgate')
-  const found = await db
-    .selectFrom('record')
-    .leftJoin('post', 'post.uri', 'record.uri')
-    .where('record.uri', 'in', [rootUri, gateUri, parentUri])
-    .select(['record.uri', 'record.json', 'post.invalidReplyRoot'])
-    .execute()
-  const byUri = (uri: string) => found.find((r) => r.uri === uri)
-  const parent = byUri(parentUri)
-  const root = byUri(rootUri)
-  const gate = byUri(gateUri)
-  const invalidReplyRoot =
-    !parent || badRoot(reply, parseJson(parent.json), parent.invalidReplyRoot)
-  const violatesThreadGate = await violatesGate(
+  const parent = db.first('record', { uri: parentUri })
+  const root = db.first('record', { uri: rootUri })
+  const gate = db.first('record', { uri: gateUriOf(rootUri, 'threadgate') })
+  const parentInvalid = parent
+    ? (db.first('post', { uri: parentUri })?.invalidReplyRoot ?? null)
+    : null
+  const invalidReplyRoot = !parent || badRoot(reply, parseJson(parent.json), parentInvalid)
+  const violatesThreadGate = violatesGate(
     db,
     creator,
     uriToDid(rootUri),
@@ -70,13 +60,13 @@ function badRoot(reply: ReplyRef, parent: Obj, parentInvalid: boolean | null): b
   return parentRoot !== reply.root.uri
 }
 
-async function violatesGate(
+function violatesGate(
   db: Reader,
   replier: string,
   owner: string,
   rootPost: Obj | null,
   gate: Obj | null,
-): Promise<boolean> {
+): boolean {
   // No gate, or a gate without `allow`, lets anyone reply; an empty `allow` lets nobody.
   if (replier === owner || !gate || !gate.allow) return false
   const allow = list(gate.allow)
@@ -88,9 +78,9 @@ async function violatesGate(
   const follower = has('followerRule')
   const following = has('followingRule')
   if (!follower && !following && !lists.length) return true
-  if (following && (await follows(db, owner, replier))) return false
-  if (follower && (await follows(db, replier, owner))) return false
-  if (lists.length && (await inLists(db, lists, replier))) return false
+  if (following && follows(db, owner, replier)) return false
+  if (follower && follows(db, replier, owner)) return false
+  if (lists.length && inLists(db, lists, replier)) return false
   return true
 }
 
@@ -102,33 +92,17 @@ function mentions(post: Obj | null, did: string): boolean {
   )
 }
 
-async function follows(db: Reader, creator: string, subject: string): Promise<boolean> {
-  const found = await db
-    .selectFrom('follow')
-    .where('creator', '=', creator)
-    .where('subjectDid', '=', subject)
-    .select('uri')
-    .executeTakeFirst()
-  return !!found
+function follows(db: Reader, creator: string, subject: string): boolean {
+  return !!db.first('follow', { creator, subjectDid: subject })
 }
 
-async function inLists(db: Reader, lists: string[], did: string): Promise<boolean> {
-  const found = await db
-    .selectFrom('list_item')
-    .where('listUri', 'in', lists)
-    .where('subjectDid', '=', did)
-    .select('uri')
-    .executeTakeFirst()
-  return !!found
+function inLists(db: Reader, lists: string[], did: string): boolean {
+  return lists.some((listUri) => !!db.first('list_item', { listUri, subjectDid: did }))
 }
 
 /** Whether the quoted post's postgate disables embedding for the quoting author. */
-export async function violatesEmbeddingRules(
-  db: Reader,
-  quotedUri: string,
-  postUri: string,
-): Promise<boolean> {
-  const gate = await storedRecord(db, gateUriOf(quotedUri, 'postgate'))
+export function violatesEmbeddingRules(db: Reader, quotedUri: string, postUri: string): boolean {
+  const gate = storedRecord(db, gateUriOf(quotedUri, 'postgate'))
   if (!gate) return false
   if (uriToDid(postUri) === uriToDid(quotedUri)) return false
   return list(gate.embeddingRules).some((r) => isTypeOf(r, 'app.bsky.feed.postgate#disableRule'))

@@ -3,7 +3,6 @@
 // quoted post's quoteCount; mention, quote and reply notifications (replies up the thread).
 import type { AppBskyFeedPost } from '@atproto/api'
 import type { Selectable } from 'kysely'
-import { sql } from 'kysely'
 import { assertRecord } from '../lexicon.ts'
 import type { Counter, NotificationRow, Reader, RecordPlugin, RowWrite, Tables } from '../types.ts'
 import { AtUri, normalizeDate, sortAt } from '../util.ts'
@@ -22,9 +21,8 @@ export const post: RecordPlugin<Post, 'post'> = {
   table: 'post',
   parse: (record) => assertRecord<Post>('app.bsky.feed.post', record),
   // Replies and quotes read the thread and the quoted post; a plain post reads nothing.
-  independent: (rec) => !rec.reply && !quotedPost(rec),
 
-  async toRow(db, ref, rec) {
+  toRow(db, ref, rec) {
     const row = {
       uri: ref.uri,
       cid: ref.cid,
@@ -41,16 +39,16 @@ export const post: RecordPlugin<Post, 'post'> = {
     }
     const flags: { invalidReplyRoot?: boolean; violatesThreadGate?: boolean } = {}
     if (rec.reply) {
-      const checked = await validateReply(db, ref.did, rec.reply)
+      const checked = validateReply(db, ref.did, rec.reply)
       // The stock writes both flags only when one of them is set (null otherwise).
       if (checked.invalidReplyRoot || checked.violatesThreadGate) Object.assign(flags, checked)
     }
     const quoted = quotedPost(rec)
-    const violatesEmbed = !!quoted && (await violatesEmbeddingRules(db, quoted.uri, ref.uri))
+    const violatesEmbed = !!quoted && violatesEmbeddingRules(db, quoted.uri, ref.uri)
     return { ...row, ...flags, ...(violatesEmbed ? { violatesEmbeddingRules: true } : {}) }
   },
 
-  async onInsert(db, row, _ref, rec) {
+  onInsert(db, row, _ref, rec) {
     const rows: RowWrite[] = [
       {
         kind: 'insert',
@@ -84,23 +82,18 @@ export const post: RecordPlugin<Post, 'post'> = {
     if (quoted) {
       // The quote row is inserted unless one with this uri outlived its post (an account
       // deletion leaves quote rows, as the stock does): then the old row stays and counts.
-      const kept = await ownQuoteSubject(db, row.uri)
+      const kept = ownQuoteSubject(db, row.uri)
       counters.push(quoteDelta(quoted.uri, kept === undefined ? 1 : 0))
     }
-    return { rows, counters, notifications: await notificationsFor(db, row, rec) }
+    return { rows, counters, notifications: notificationsFor(db, row, rec) }
   },
 
   // Every delete of a post uri, indexed or not, takes the feed items of it (its reposts' too),
   // marks it deleted as an OP reply, and removes the quotes of it with their count.
   unconditional: {
     create: () => [],
-    async delete(db, uri) {
-      const quotes = await db
-        .selectFrom('quote')
-        .where('subject', '=', uri)
-        .select((eb) => eb.fn.countAll<number>().as('count'))
-        .executeTakeFirstOrThrow()
-      const n = Number(quotes.count)
+    delete(db, uri) {
+      const n = db.rows('quote', { subject: uri }).length
       return {
         rows: [
           { kind: 'delete', table: 'feed_item', where: { postUri: uri } },
@@ -118,25 +111,21 @@ export const post: RecordPlugin<Post, 'post'> = {
     },
   },
 
-  async onDelete(db, row, replacedBy, replacedByRecord) {
-    const embedded = await db
-      .selectFrom('post_embed_record')
-      .where('postUri', '=', row.uri)
-      .select(['embedUri', 'embedCid'])
-      .executeTakeFirst()
+  onDelete(db, row, replacedBy, replacedByRecord) {
+    const embedded = db.first('post_embed_record', { postUri: row.uri })
     const quoted = !!embedded && new AtUri(embedded.embedUri).collection === post.collection
     const rows: RowWrite[] = embedDeletes(row.uri, quoted)
     const counters = postCounters(row, -1)
     if (embedded && quoted) {
       // Its own quote row, unless it went already (with the quotes of this post, for a post
       // quoting itself).
-      const own = await ownQuoteSubject(db, row.uri)
+      const own = ownQuoteSubject(db, row.uri)
       if (own !== undefined) counters.push(quoteDelta(own, -1))
       // The stock recounts the quoted post's row even when nothing changed: it exists after.
       counters.push(quoteDelta(embedded.embedUri, 0))
     }
     const notifications =
-      replacedBy && replacedByRecord ? await notificationsFor(db, replacedBy, replacedByRecord) : []
+      replacedBy && replacedByRecord ? notificationsFor(db, replacedBy, replacedByRecord) : []
     return { rows, counters, notifications, deleteNotificationsFor: [row.uri] }
   },
 }
@@ -160,13 +149,8 @@ function postCounters(row: PostRow, sign: 1 | -1): Counter[] {
  * post, and leaves the count of a deleted post's quotes as it was.)
  */
 /** The subject of the quote row a post at this uri holds, if one exists. */
-async function ownQuoteSubject(db: Reader, uri: string): Promise<string | undefined> {
-  const own = await db
-    .selectFrom('quote')
-    .where('uri', '=', uri)
-    .select('subject')
-    .executeTakeFirst()
-  return own?.subject
+function ownQuoteSubject(db: Reader, uri: string): string | undefined {
+  return db.first('quote', { uri })?.subject
 }
 
 const quoteDelta = (subject: string, delta: number): Counter => ({
@@ -177,7 +161,7 @@ const quoteDelta = (subject: string, delta: number): Counter => ({
 })
 
 /** Mention, quote and reply notifications of a post, deduplicated by recipient (never its author). */
-async function notificationsFor(db: Reader, row: PostRow, rec: Post): Promise<NotificationRow[]> {
+function notificationsFor(db: Reader, row: PostRow, rec: Post): NotificationRow[] {
   const notifs: NotificationRow[] = []
   const notified = new Set([row.creator])
   const notify = (n: NotificationRow) => {
@@ -196,11 +180,9 @@ async function notificationsFor(db: Reader, row: PostRow, rec: Post): Promise<No
   }
   // No reply notifications for a gate violator; a root post has nobody above it to notify.
   if (row.violatesThreadGate || !row.replyParent) return notifs
-  const [ancestors, descendants, hidden] = await Promise.all([
-    ancestorsOf(db, row.uri),
-    descendantsOf(db, row.uri),
-    hiddenReplies(db, row.replyRoot || row.uri),
-  ])
+  const ancestors = ancestorsOf(db, row.uri)
+  const descendants = descendantsOf(db, row.uri)
+  const hidden = hiddenReplies(db, row.replyRoot || row.uri)
   for (const a of ancestors) {
     if (a.uri === row.uri || a.height >= REPLY_NOTIF_DEPTH) continue
     const uri = new AtUri(a.uri)
@@ -234,45 +216,39 @@ function mentionedDids(rec: Post): string[] {
     .map((f) => String((f as { did?: unknown }).did))
 }
 
-async function hiddenReplies(db: Reader, rootUri: string): Promise<string[]> {
-  const gate = await storedRecord(db, gateUriOf(rootUri, 'threadgate'))
+function hiddenReplies(db: Reader, rootUri: string): string[] {
+  const gate = storedRecord(db, gateUriOf(rootUri, 'threadgate'))
   return Array.isArray(gate?.hiddenReplies) ? gate.hiddenReplies.map(String) : []
 }
 
 /** The post and its ancestors up to REPLY_NOTIF_DEPTH levels, nearest first. */
-async function ancestorsOf(db: Reader, uri: string): Promise<{ uri: string; height: number }[]> {
-  const { rows } = await sql<{ uri: string; height: number }>`
-    with recursive ancestor(uri, "ancestorUri", height) as (
-      select uri, "replyParent", 0 from post where uri = ${uri}
-      union all
-      select post.uri, post."replyParent", ancestor.height + 1
-      from post join ancestor on ancestor."ancestorUri" = post.uri
-      where ancestor.height < ${REPLY_NOTIF_DEPTH}
-    )
-    select uri, height from ancestor order by height
-  `.execute(db)
-  return rows
+function ancestorsOf(db: Reader, uri: string): { uri: string; height: number }[] {
+  const out: { uri: string; height: number }[] = []
+  let current = db.first('post', { uri })
+  for (let height = 0; current; height++) {
+    out.push({ uri: current.uri, height })
+    if (height >= REPLY_NOTIF_DEPTH || !current.replyParent) break
+    current = db.first('post', { uri: current.replyParent })
+  }
+  return out
 }
 
-/** Replies below the post up to REPLY_NOTIF_DEPTH levels, in the stock's (unordered) query order. */
-async function descendantsOf(db: Reader, uri: string) {
-  const { rows } = await sql<{
-    uri: string
-    depth: number
-    cid: string
-    creator: string
-    sortAt: string
-  }>`
-    with recursive descendent(uri, depth) as (
-      select post.uri as uri, 1 as depth from post
-      where 1 <= ${REPLY_NOTIF_DEPTH} and "replyParent" = ${uri}
-      union all
-      select post.uri as uri, descendent.depth + 1 as depth
-      from post inner join descendent on descendent.uri = post."replyParent"
-      where descendent.depth < ${REPLY_NOTIF_DEPTH}
-    )
-    select descendent.*, cid, creator, "sortAt"
-    from descendent inner join post on post.uri = descendent.uri
-  `.execute(db)
-  return rows
+/**
+ * Replies below the post up to REPLY_NOTIF_DEPTH levels, level by level as the stock's recursive
+ * query finds them (a loop in the reply chain is walked again, as there).
+ */
+function descendantsOf(db: Reader, uri: string): (PostRow & { depth: number })[] {
+  const out: (PostRow & { depth: number })[] = []
+  let level = [uri]
+  for (let depth = 1; depth <= REPLY_NOTIF_DEPTH && level.length; depth++) {
+    const next: string[] = []
+    for (const parent of level) {
+      for (const reply of db.rows('post', { replyParent: parent })) {
+        out.push({ ...reply, depth })
+        next.push(reply.uri)
+      }
+    }
+    level = next
+  }
+  return out
 }

@@ -9,10 +9,9 @@ type Profile = AppBskyActorProfile.Record
 export const profile: RecordPlugin<Profile, 'profile'> = {
   collection: 'app.bsky.actor.profile',
   table: 'profile',
-  independent: true,
   parse: (record) => assertRecord<Profile>('app.bsky.actor.profile', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     // Only `self` is a profile; other rkeys stay in `record` alone.
     if (ref.rkey !== 'self') return null
     return {

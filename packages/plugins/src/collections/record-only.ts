@@ -5,9 +5,10 @@ import type { RecordPlugin } from '../types.ts'
 const recordOnly = (collection: string): RecordPlugin<unknown, never> => ({
   collection,
   table: null,
-  independent: true,
   parse: (record) => assertRecord(collection, record),
-  toRow: () => Promise.reject(new Error(`${collection} has no table`)),
+  toRow: () => {
+    throw new Error(`${collection} has no table`)
+  },
   onInsert: () => ({}),
   onDelete: () => ({}),
 })

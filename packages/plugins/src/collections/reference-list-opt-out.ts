@@ -26,10 +26,9 @@ function listSubject(subject: string): string | null {
 export const referenceListOptOut: RecordPlugin<OptOut, 'reference_list_opt_out'> = {
   collection: 'app.bsky.graph.referencelistoptout',
   table: 'reference_list_opt_out',
-  independent: true,
   parse: (record) => assertRecord<OptOut>('app.bsky.graph.referencelistoptout', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     const subjectUri = listSubject(rec.subject)
     if (!subjectUri) return null
     return {
@@ -42,16 +41,12 @@ export const referenceListOptOut: RecordPlugin<OptOut, 'reference_list_opt_out'>
     }
   },
 
-  async findDuplicate(db, ref, rec) {
+  findDuplicate(db, ref, rec) {
     const subjectUri = listSubject(rec.subject)
     if (!subjectUri) return null
-    const found = await db
-      .selectFrom('reference_list_opt_out')
-      .where('creator', '=', ref.did)
-      .where('subjectUri', '=', subjectUri)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+    return (
+      db.first('reference_list_opt_out', { creator: ref.did, subjectUri: subjectUri })?.uri ?? null
+    )
   },
 
   onInsert: () => ({}),

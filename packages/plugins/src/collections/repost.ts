@@ -8,10 +8,9 @@ type Repost = AppBskyFeedRepost.Record
 export const repost: RecordPlugin<Repost, 'repost'> = {
   collection: 'app.bsky.feed.repost',
   table: 'repost',
-  independent: true,
   parse: (record) => assertRecord<Repost>('app.bsky.feed.repost', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,
@@ -25,14 +24,8 @@ export const repost: RecordPlugin<Repost, 'repost'> = {
     }
   },
 
-  async findDuplicate(db, ref, rec) {
-    const found = await db
-      .selectFrom('repost')
-      .where('creator', '=', ref.did)
-      .where('subject', '=', rec.subject.uri)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+  findDuplicate(db, ref, rec) {
+    return db.first('repost', { creator: ref.did, subject: rec.subject.uri })?.uri ?? null
   },
 
   onInsert(_db, row) {

@@ -11,14 +11,15 @@ export function siteStandard(collection: string): RecordPlugin<unknown, never> {
     plugin = {
       collection,
       table: null,
-      independent: true,
       parse(record) {
         if (!record || typeof record !== 'object' || Array.isArray(record)) {
           throw new InvalidRecordError(`invalid ${collection} record: not an object`)
         }
         return record
       },
-      toRow: () => Promise.reject(new Error(`${collection} has no table`)),
+      toRow: () => {
+        throw new Error(`${collection} has no table`)
+      },
       onInsert: () => ({}),
       onDelete: () => ({}),
     }

@@ -8,10 +8,9 @@ type StarterPack = AppBskyGraphStarterpack.Record
 export const starterPack: RecordPlugin<StarterPack, 'starter_pack'> = {
   collection: 'app.bsky.graph.starterpack',
   table: 'starter_pack',
-  independent: true,
   parse: (record) => assertRecord<StarterPack>('app.bsky.graph.starterpack', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,

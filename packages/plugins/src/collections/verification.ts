@@ -8,10 +8,9 @@ type Verification = AppBskyGraphVerification.Record
 export const verification: RecordPlugin<Verification, 'verification'> = {
   collection: 'app.bsky.graph.verification',
   table: 'verification',
-  independent: true,
   parse: (record) => assertRecord<Verification>('app.bsky.graph.verification', record),
 
-  async toRow(_db, ref, rec) {
+  toRow(_db, ref, rec) {
     return {
       uri: ref.uri,
       cid: ref.cid,
@@ -25,14 +24,8 @@ export const verification: RecordPlugin<Verification, 'verification'> = {
     }
   },
 
-  async findDuplicate(db, ref, rec) {
-    const found = await db
-      .selectFrom('verification')
-      .where('subject', '=', rec.subject)
-      .where('creator', '=', ref.did)
-      .select('uri')
-      .executeTakeFirst()
-    return found?.uri ?? null
+  findDuplicate(db, ref, rec) {
+    return db.first('verification', { subject: rec.subject, creator: ref.did })?.uri ?? null
   },
 
   onInsert(_db, row) {

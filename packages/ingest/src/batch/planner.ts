@@ -1,0 +1,60 @@
+// Runs a batch's steps against its plan until every read they make is loaded. A step that misses
+// is undone; the pass goes on so that the rest of the batch notes what it misses too; everything
+// noted is loaded at once and planning resumes at the first step that missed. A step that fails
+// for another reason is undone and reported, unless a miss before it in the pass may be the cause
+// (it is planned again anyway).
+import type { Plan } from './plan.ts'
+
+export interface Step {
+  run(plan: Plan): void
+  /** The step failed (its changes are undone): count and log it, into the plan. */
+  failed(plan: Plan, err: unknown): void
+}
+
+/** A bound on passes: each loads new keys, so only a bug could need more. */
+const MAX_PASSES = 1000
+
+/** Plans the steps; returns the number of passes (1 + loads). */
+export async function planSteps(plan: Plan, steps: Step[]): Promise<number> {
+  let resume = 0
+  for (let passes = 1; ; passes++) {
+    if (passes > MAX_PASSES) throw new Error(`batch plan did not settle in ${MAX_PASSES} passes`)
+    let first = -1
+    let firstMark = plan.mark()
+    for (let i = resume; i < steps.length; i++) {
+      const mark = plan.mark()
+      const misses = plan.state.missCount
+      let failure: { err: unknown } | undefined
+      try {
+        steps[i]!.run(plan)
+      } catch (err) {
+        failure = { err }
+      }
+      if (plan.state.missCount !== misses) {
+        plan.rollback(mark)
+        if (first < 0) {
+          first = i
+          firstMark = mark
+        }
+      } else if (failure) {
+        plan.rollback(mark)
+        if (first < 0) steps[i]!.failed(plan, failure.err)
+      }
+    }
+    if (first < 0) return passes
+    plan.rollback(firstMark)
+    resume = first
+    await plan.state.load()
+  }
+}
+
+/** Runs a read-only computation over the plan's state, loading until it misses nothing. */
+export async function settled<T>(plan: Plan, compute: () => T): Promise<T> {
+  for (let passes = 1; ; passes++) {
+    if (passes > MAX_PASSES) throw new Error(`batch plan did not settle in ${MAX_PASSES} passes`)
+    const misses = plan.state.missCount
+    const value = compute()
+    if (plan.state.missCount === misses) return value
+    await plan.state.load()
+  }
+}

@@ -1,0 +1,193 @@
+// One attempt at a batch inside its transaction: the events between account deletions are planned
+// and applied as one range each (read what the range needs, plan the rows, apply each table
+// once); each deletion is applied between them. In isolating mode every range sits behind a
+// savepoint and a range the database refuses is halved until the events at fault stand alone, to
+// be skipped.
+import { sql, type Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import { pluginFor, type NotificationRow } from '@openplane/plugins'
+import { childLogger, counter, histogram } from '@openplane/telemetry'
+import { deleteAccount, setCommitsLastSeen } from '../actors.ts'
+import type { Change, FeedItemValues } from '../changes.ts'
+import { CounterBuffer } from '../effects.ts'
+import type { IngestEvent } from '../events.ts'
+import { applyWrites, type Writes } from './apply.ts'
+import { Plan } from './plan.ts'
+import { planSteps, settled } from './planner.ts'
+import type { SchemaInfo } from './schema.ts'
+import { BatchState, type Row } from './state.ts'
+import { eventsTotal, opsTotal, stepsFor, type Prepared } from './steps.ts'
+
+type Db = Kysely<DatabaseSchema>
+
+const log = childLogger('writer')
+const stageSeconds = counter(
+  'openplane_indexer_stage_seconds_total',
+  'Time spent per ingest stage (decode: frames to events; plan: reads and planning; apply: writes)',
+  ['stage'],
+)
+const passes = histogram(
+  'openplane_indexer_plan_passes',
+  'Planning passes per batch range (1 + bulk loads of what the previous pass missed)',
+  [],
+  [1, 2, 3, 4, 6, 8, 12, 16],
+)
+const statements = counter(
+  'openplane_indexer_statements_total',
+  'Statements the writer sent, by purpose',
+  ['purpose'],
+)
+
+/** What an attempt hands on once committed: its row changes, and its metrics and logs. */
+export interface Outcome {
+  changes: Change[]
+  pending: (() => void)[]
+}
+
+const NOTIFICATIONS_PER_INSERT = 1000
+
+export class BatchRun {
+  private savepoints = 0
+  private readonly tx: Db
+  private readonly schema: SchemaInfo
+  private readonly batch: IngestEvent[]
+  private readonly prepared: Prepared
+
+  constructor(tx: Db, schema: SchemaInfo, batch: IngestEvent[], prepared: Prepared) {
+    this.tx = tx
+    this.schema = schema
+    this.batch = batch
+    this.prepared = prepared
+  }
+
+  /** Applies the whole batch, adding what committed parts hand on to `out`. */
+  async all(isolate: boolean, out: Outcome): Promise<void> {
+    let from = 0
+    for (let i = 0; i <= this.batch.length; i++) {
+      if (i < this.batch.length && !this.prepared.deletions.has(i)) continue
+      await this.guarded(from, i, isolate, out, () => this.range(from, i))
+      if (i < this.batch.length) await this.guarded(i, i + 1, isolate, out, () => this.deletion(i))
+      from = i + 1
+    }
+  }
+
+  /**
+   * Applies [from, to) with `apply`; when isolating, behind a savepoint, halving a refused range
+   * down to single events, which are skipped.
+   */
+  private async guarded(
+    from: number,
+    to: number,
+    isolate: boolean,
+    out: Outcome,
+    apply: () => Promise<Outcome>,
+  ): Promise<void> {
+    if (from >= to) return
+    if (!isolate) return merge(out, await apply())
+    const name = sql.raw(`range_${++this.savepoints}`)
+    await sql`savepoint ${name}`.execute(this.tx)
+    try {
+      const got = await apply()
+      await sql`release savepoint ${name}`.execute(this.tx)
+      merge(out, got)
+    } catch (err) {
+      await sql`rollback to savepoint ${name}`.execute(this.tx)
+      if (to - from === 1) {
+        const evt = this.batch[from]!
+        out.pending.push(() => eventsTotal.inc({ type: evt.type, outcome: 'error' }))
+        for (const op of evt.type === 'commit' ? evt.ops : []) {
+          const collection = pluginFor(op.collection) ? op.collection : 'other'
+          out.pending.push(() => opsTotal.inc({ collection, action: op.action, outcome: 'error' }))
+        }
+        log.error({ err, seq: evt.seq, did: evt.did, type: evt.type }, 'event skipped')
+        return
+      }
+      // A deletion is a range of one: only plain ranges get here.
+      const mid = from + Math.floor((to - from) / 2)
+      await this.guarded(from, mid, true, out, () => this.range(from, mid))
+      await this.guarded(mid, to, true, out, () => this.range(mid, to))
+    }
+  }
+
+  /** Plans events [from, to) (no deletions among them) and applies the plan. */
+  private async range(from: number, to: number): Promise<Outcome> {
+    const started = performance.now()
+    const state = new BatchState(this.tx, this.schema)
+    const plan = new Plan(state)
+    passes.observe(await planSteps(plan, stepsFor(this.batch, from, to, this.prepared)))
+    const notifications = await settled(plan, () => plan.notificationsToWrite())
+    const planned = performance.now()
+    stageSeconds.inc({ stage: 'plan' }, (planned - started) / 1000)
+    statements.inc({ purpose: 'read' }, state.queries)
+    const writes = state.writes()
+    let sent = await applyWrites(this.tx, writes, this.schema)
+    const counters = new CounterBuffer()
+    counters.add(plan.counters)
+    sent += await counters.flush(this.tx)
+    sent += await writeNotifications(this.tx, notifications)
+    const seen = new Map(plan.seen.map((s) => [s.did, { commit: s.commit, rev: s.rev }]))
+    if (seen.size) sent++
+    await setCommitsLastSeen(this.tx, seen)
+    statements.inc({ purpose: 'write' }, sent)
+    stageSeconds.inc({ stage: 'apply' }, (performance.now() - planned) / 1000)
+    return { changes: changesOf(writes), pending: plan.later }
+  }
+
+  /** A confirmed account deletion: its whole index goes, with what it counted. */
+  private async deletion(index: number): Promise<Outcome> {
+    const evt = this.batch[index]!
+    const deleted = await deleteAccount(this.tx, evt.did)
+    const counters = new CounterBuffer()
+    counters.add(deleted.counters)
+    await counters.flush(this.tx)
+    return {
+      changes: deleted.follows.map((row) => ({ table: 'follow', op: 'delete', row })),
+      pending: [() => eventsTotal.inc({ type: 'account', outcome: 'applied' })],
+    }
+  }
+}
+
+function merge(out: Outcome, got: Outcome): void {
+  out.changes.push(...got.changes)
+  out.pending.push(...got.pending)
+}
+
+async function writeNotifications(
+  tx: Db,
+  { drop, add }: { drop: string[]; add: NotificationRow[] },
+): Promise<number> {
+  let sent = 0
+  if (drop.length) {
+    await sql`delete from notification where "recordUri" = any(${drop}::text[])`.execute(tx)
+    sent++
+  }
+  for (let i = 0; i < add.length; i += NOTIFICATIONS_PER_INSERT) {
+    await tx
+      .insertInto('notification')
+      .values(add.slice(i, i + NOTIFICATIONS_PER_INSERT))
+      .execute()
+    sent++
+  }
+  return sent
+}
+
+/**
+ * The changes other stores follow, from the plan's net writes: removals first, so a row replaced
+ * in the batch ends up present.
+ */
+function changesOf(writes: Writes): Change[] {
+  const out: Change[] = []
+  const follow = writes.get('follow')
+  const feed = writes.get('feed_item')
+  for (const row of follow?.deleted ?? [])
+    out.push({ table: 'follow', op: 'delete', row: row as never })
+  for (const row of follow?.inserted ?? [])
+    out.push({ table: 'follow', op: 'insert', row: row as never })
+  for (const row of feed?.deleted ?? [])
+    out.push({ table: 'feed_item', op: 'delete', row: feedItem(row) })
+  for (const row of feed?.inserted ?? [])
+    out.push({ table: 'feed_item', op: 'insert', row: feedItem(row) })
+  return out
+}
+
+const feedItem = (row: Row): FeedItemValues => row as unknown as FeedItemValues

@@ -1,0 +1,73 @@
+// What the batch writer needs to know of the tables it plans for, read from Postgres' catalog
+// once: columns (json ones are read back as text, as plugins write them), the primary key and
+// the other unique keys (a planned insert must find every slot free, as `on conflict do nothing`
+// would), and the generated sort columns (least(createdAt, indexedAt)), which the plan computes
+// itself so that later reads of a planned row see them.
+import { sql, type Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+
+export interface TableInfo {
+  columns: string[]
+  json: Set<string>
+  /** Generated column → the two columns it is the least of. */
+  generated: Map<string, [string, string]>
+  primary: string[]
+  /** Unique keys other than the primary key. */
+  unique: string[][]
+}
+
+export type SchemaInfo = Map<string, TableInfo>
+
+export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<SchemaInfo> {
+  const { rows: columns } = await sql<{
+    table: string
+    column: string
+    type: string
+    generated: string
+    expression: string | null
+  }>`
+    select table_name as "table", column_name as "column", data_type as "type",
+      is_generated as "generated", generation_expression as "expression"
+    from information_schema.columns where table_schema = current_schema()
+    order by table_name, ordinal_position
+  `.execute(db)
+  const { rows: keys } = await sql<{ table: string; primary: boolean; columns: string[] }>`
+    select c.relname as "table", i.indisprimary as "primary",
+      array(
+        select a.attname::text from unnest(i.indkey) with ordinality k(attnum, n)
+        join pg_attribute a on a.attrelid = c.oid and a.attnum = k.attnum order by k.n
+      )::text[] as "columns"
+    from pg_index i join pg_class c on c.oid = i.indrelid
+    where c.relnamespace = current_schema()::regnamespace
+      and i.indisunique and i.indpred is null and i.indexprs is null
+  `.execute(db)
+  const out: SchemaInfo = new Map()
+  const info = (table: string): TableInfo => {
+    let t = out.get(table)
+    if (!t) {
+      t = { columns: [], json: new Set(), generated: new Map(), primary: [], unique: [] }
+      out.set(table, t)
+    }
+    return t
+  }
+  for (const c of columns) {
+    const t = info(c.table)
+    t.columns.push(c.column)
+    if (c.type === 'json' || c.type === 'jsonb') t.json.add(c.column)
+    if (c.generated === 'ALWAYS') {
+      const refs = [...(c.expression ?? '').matchAll(/"(\w+)"/g)].map((m) => m[1]!)
+      if (!/^\s*LEAST\(/i.test(c.expression ?? '') || refs.length !== 2) {
+        throw new Error(
+          `generated column ${c.table}.${c.column} is not least(a, b): ${c.expression}`,
+        )
+      }
+      t.generated.set(c.column, [refs[0]!, refs[1]!])
+    }
+  }
+  for (const k of keys) {
+    const t = info(k.table)
+    if (k.primary) t.primary = k.columns
+    else t.unique.push(k.columns)
+  }
+  return out
+}

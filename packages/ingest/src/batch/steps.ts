@@ -1,0 +1,182 @@
+// A batch's events as planning steps, in firehose order: a handle to write, each record op of a
+// commit, the repo's last commit, an account's upstream status. Each step counts its outcome into
+// the plan, so a step undone leaves no count behind.
+import { InvalidRecordError, pluginFor, parseRecord, type RecordRef } from '@openplane/plugins'
+import { childLogger, counter } from '@openplane/telemetry'
+import type { CommitOp, IngestEvent } from '../events.ts'
+import type { Plan } from './plan.ts'
+import type { Step } from './planner.ts'
+import { createRecord, deleteRecord, updateRecord } from './records.ts'
+import type { BatchState } from './state.ts'
+
+const log = childLogger('writer')
+export const opsTotal = counter(
+  'openplane_indexer_ops_total',
+  'Record operations by collection and outcome',
+  ['collection', 'action', 'outcome'],
+)
+export const eventsTotal = counter(
+  'openplane_indexer_events_total',
+  'Firehose events by type and outcome',
+  ['type', 'outcome'],
+)
+
+/** Network work done for a batch before its transaction. */
+export interface Prepared {
+  /** Handle to write at this event index. */
+  handles: Map<number, { did: string; handle: string | null }>
+  /** Indexes of account events whose deletion is confirmed (the PDS no longer hosts the repo). */
+  deletions: Set<number>
+}
+
+type Commit = Extract<IngestEvent, { type: 'commit' }>
+
+/** The steps of events [from, to) of the batch; account deletions are not steps (barriers). */
+export function stepsFor(
+  batch: IngestEvent[],
+  from: number,
+  to: number,
+  prepared: Prepared,
+): Step[] {
+  const steps: Step[] = []
+  for (let index = from; index < to; index++) {
+    const evt = batch[index]!
+    const handle = prepared.handles.get(index)
+    if (handle) steps.push(handleStep(handle.did, handle.handle, evt.time))
+    switch (evt.type) {
+      case 'skip':
+        break
+      case 'commit':
+        // The stock handles ops, not commits: a commit without ops leaves no trace.
+        if (!evt.ops.length) break
+        for (const op of evt.ops) steps.push(opStep(evt, op))
+        steps.push(done(evt, (plan) => plan.seen.push(evt)))
+        break
+      case 'sync':
+        steps.push(done(evt, (plan) => plan.seen.push(evt)))
+        break
+      case 'identity':
+        steps.push(done(evt, () => {}))
+        break
+      case 'account':
+        steps.push(accountStep(evt))
+        break
+    }
+  }
+  return steps
+}
+
+/** An event's last step: counts it applied. */
+function done(evt: IngestEvent, run: (plan: Plan) => void): Step {
+  return {
+    run(plan) {
+      run(plan)
+      plan.later.push(() => eventsTotal.inc({ type: evt.type, outcome: 'applied' }))
+    },
+    failed: eventFailed(evt),
+  }
+}
+
+function eventFailed(evt: IngestEvent) {
+  return (plan: Plan, err: unknown) => {
+    plan.later.push(() => eventsTotal.inc({ type: evt.type, outcome: 'error' }))
+    plan.later.push(() => log.error({ err, seq: evt.seq, did: evt.did }, 'event skipped'))
+  }
+}
+
+/** The stock's handle write: a verified handle held by another actor is taken from it. */
+function handleStep(did: string, handle: string | null, time: string): Step {
+  return {
+    run({ state }) {
+      if (handle !== null) {
+        for (const other of state.rows('actor', { handle })) {
+          if (other.did !== did)
+            state.update('actor', { did: other.did as string }, { handle: null })
+        }
+      }
+      const existing = state.first('actor', { did })
+      state.put('actor', { ...existing, did, handle, indexedAt: time })
+    },
+    failed(plan, err) {
+      plan.later.push(() => log.error({ err, did }, 'handle not written'))
+    },
+  }
+}
+
+function accountStep(evt: Extract<IngestEvent, { type: 'account' }>): Step {
+  return {
+    run(plan) {
+      let upstreamStatus: string | null = null
+      if (!evt.active) {
+        const status = evt.status
+        if (!status || !['deactivated', 'suspended', 'takendown'].includes(status)) {
+          const message = `unrecognized account status: ${status ?? '(none)'}`
+          plan.later.push(() => eventsTotal.inc({ type: 'account', outcome: 'invalid' }))
+          plan.later.push(() => log.warn({ did: evt.did, status }, message))
+          return
+        }
+        upstreamStatus = status
+      }
+      setUpstreamStatus(plan.state, evt.did, upstreamStatus)
+      plan.later.push(() => eventsTotal.inc({ type: 'account', outcome: 'applied' }))
+    },
+    failed: eventFailed(evt),
+  }
+}
+
+function setUpstreamStatus(state: BatchState, did: string, upstreamStatus: string | null): void {
+  state.update('actor', { did }, { upstreamStatus })
+}
+
+function opStep(evt: Commit, op: CommitOp): Step {
+  const uri = `at://${evt.did}/${op.collection}/${op.rkey}`
+  const plugin = pluginFor(op.collection)
+  const label = { collection: op.collection, action: op.action }
+  return {
+    run(plan) {
+      if (!plugin) {
+        plan.later.push(() =>
+          opsTotal.inc({ collection: 'other', action: op.action, outcome: 'ignored' }),
+        )
+        return
+      }
+      if (op.action === 'delete') {
+        deleteRecord(plan, plugin, uri, parseRecord)
+        plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
+        return
+      }
+      const ref: RecordRef = {
+        uri,
+        did: evt.did,
+        collection: op.collection,
+        rkey: op.rkey,
+        cid: op.cid ?? '',
+        indexedAt: evt.time,
+      }
+      try {
+        const rec = plugin.parse(op.record)
+        plugin.check?.(ref, rec)
+        if (op.action === 'create') createRecord(plan, plugin, ref, rec)
+        else updateRecord(plan, plugin, ref, rec)
+      } catch (err) {
+        // The record is dropped whole, `record` row included: the planner undoes the step.
+        if (err instanceof InvalidRecordError) throw new Dropped(err.message)
+        throw err
+      }
+      plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
+    },
+    failed(plan, err) {
+      if (err instanceof Dropped) {
+        const reason = err.message
+        plan.later.push(() => opsTotal.inc({ ...label, outcome: 'invalid' }))
+        plan.later.push(() => log.warn({ uri, reason }, 'invalid record skipped'))
+        return
+      }
+      plan.later.push(() => opsTotal.inc({ ...label, outcome: 'error' }))
+      plan.later.push(() => log.error({ err, uri }, 'record skipped'))
+    },
+  }
+}
+
+/** A record the lexicon or the stock's rules refuse: skipped and counted as invalid. */
+class Dropped extends Error {}
