@@ -279,6 +279,23 @@ async function stageProfile(): Promise<string> {
         `  identity prefetch: ${values.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`,
       )
     }
+    if (m.name === 'openplane_indexer_stage_seconds_total') {
+      for (const v of m.values as { labels: Record<string, string>; value: number }[]) {
+        lines.push(`  ${v.labels.stage}: ${v.value.toFixed(1)}`)
+      }
+    }
+    if (m.name === 'openplane_indexer_statements_total') {
+      const values = m.values as { labels: Record<string, string>; value: number }[]
+      lines.push(
+        `  writer statements: ${values.map((v) => `${v.labels.purpose} ${v.value}`).join(', ')}`,
+      )
+    }
+    if (m.name === 'openplane_indexer_plan_passes') {
+      const values = m.values as { metricName?: string; value: number }[]
+      const sum = values.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0
+      const count = values.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0
+      if (count) lines.push(`  plan passes per range: ${(sum / count).toFixed(2)}`)
+    }
     if (m.name !== 'openplane_indexer_batch_seconds') continue
     for (const v of m.values as {
       metricName?: string

@@ -4,11 +4,23 @@ import type { Identity } from '@openplane/identity'
 import type { WriterDeps } from './writer.ts'
 
 export function writerDeps(identity: Identity, timeoutMs = 5000): WriterDeps {
+  // One lookup per DID at a time: the writer asking for a DID the prefetch is already resolving
+  // waits for that answer instead of asking the network again.
+  const inFlight = new Map<string, Promise<string | null | undefined>>()
+  const resolve = async (did: string, force: boolean) => {
+    const id = await identity.resolveDid(did, force)
+    if (!id) return undefined
+    return id.handle === 'handle.invalid' ? null : id.handle
+  }
   return {
-    async resolveHandle(did, force) {
-      const id = await identity.resolveDid(did, force)
-      if (!id) return undefined
-      return id.handle === 'handle.invalid' ? null : id.handle
+    resolveHandle(did, force) {
+      const key = `${force ? 'force' : 'cached'} ${did}`
+      let pending = inFlight.get(key)
+      if (!pending) {
+        pending = resolve(did, force).finally(() => inFlight.delete(key))
+        inFlight.set(key, pending)
+      }
+      return pending
     },
     // An account event says "deleted"; believe it only when its PDS no longer has the repo.
     async isHosted(did) {

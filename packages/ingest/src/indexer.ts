@@ -35,7 +35,7 @@ const streamLag = gauge(
 )
 const stageSeconds = counter(
   'openplane_indexer_stage_seconds_total',
-  'Time spent per ingest stage (decode: frames to events; plan: reads and planning; apply: writes)',
+  'Time spent per ingest stage (decode: frames to events; load: bulk reads; plan: planning; apply: writes)',
   ['stage'],
 )
 

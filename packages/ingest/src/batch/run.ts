@@ -23,7 +23,7 @@ type Db = Kysely<DatabaseSchema>
 const log = childLogger('writer')
 const stageSeconds = counter(
   'openplane_indexer_stage_seconds_total',
-  'Time spent per ingest stage (decode: frames to events; plan: reads and planning; apply: writes)',
+  'Time spent per ingest stage (decode: frames to events; load: bulk reads; plan: planning; apply: writes)',
   ['stage'],
 )
 const passes = histogram(
@@ -117,7 +117,8 @@ export class BatchRun {
     passes.observe(await planSteps(plan, stepsFor(this.batch, from, to, this.prepared)))
     const notifications = await settled(plan, () => plan.notificationsToWrite())
     const planned = performance.now()
-    stageSeconds.inc({ stage: 'plan' }, (planned - started) / 1000)
+    stageSeconds.inc({ stage: 'load' }, state.loadSeconds)
+    stageSeconds.inc({ stage: 'plan' }, (planned - started) / 1000 - state.loadSeconds)
     statements.inc({ purpose: 'read' }, state.queries)
     const writes = state.writes()
     let sent = await applyWrites(this.tx, writes, this.schema)

@@ -47,8 +47,9 @@ export class BatchState {
   private misses = new Map<string, { lookup: Lookup; values: Map<string, unknown[]> }>()
   /** Reads that missed so far (a step compares it before and after). */
   missCount = 0
-  /** Queries issued by load(), for the profile. */
+  /** Queries issued by load(), and the seconds they took, for the profile. */
   queries = 0
+  loadSeconds = 0
 
   constructor(db: Kysely<DatabaseSchema>, schema: SchemaInfo) {
     this.db = db
@@ -177,6 +178,15 @@ export class BatchState {
 
   /** Loads everything missed so far: one query per table and lookup shape. */
   async load(): Promise<void> {
+    const started = performance.now()
+    try {
+      await this.loadMisses()
+    } finally {
+      this.loadSeconds += (performance.now() - started) / 1000
+    }
+  }
+
+  private async loadMisses(): Promise<void> {
     const pending = [...this.misses.values()]
     this.misses = new Map()
     for (const { lookup, values } of pending) {

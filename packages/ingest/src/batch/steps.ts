@@ -132,6 +132,7 @@ function opStep(evt: Commit, op: CommitOp): Step {
   const uri = `at://${evt.did}/${op.collection}/${op.rkey}`
   const plugin = pluginFor(op.collection)
   const label = { collection: op.collection, action: op.action }
+  let parsed: { rec: unknown } | { err: unknown } | undefined
   return {
     run(plan) {
       if (!plugin) {
@@ -154,8 +155,14 @@ function opStep(evt: Commit, op: CommitOp): Step {
         indexedAt: evt.time,
       }
       try {
-        const rec = plugin.parse(op.record)
-        plugin.check?.(ref, rec)
+        // Parsed once: planning may run the step again, on later passes.
+        parsed ??= parseOnce(() => {
+          const rec = plugin.parse(op.record)
+          plugin.check?.(ref, rec)
+          return rec
+        })
+        if ('err' in parsed) throw parsed.err
+        const rec = parsed.rec
         if (op.action === 'create') createRecord(plan, plugin, ref, rec)
         else updateRecord(plan, plugin, ref, rec)
       } catch (err) {
@@ -175,6 +182,14 @@ function opStep(evt: Commit, op: CommitOp): Step {
       plan.later.push(() => opsTotal.inc({ ...label, outcome: 'error' }))
       plan.later.push(() => log.error({ err, uri }, 'record skipped'))
     },
+  }
+}
+
+function parseOnce(parse: () => unknown): { rec: unknown } | { err: unknown } {
+  try {
+    return { rec: parse() }
+  } catch (err) {
+    return { err }
   }
 }
 
