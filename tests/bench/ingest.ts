@@ -290,6 +290,12 @@ async function stageProfile(): Promise<string> {
         `  writer statements: ${values.map((v) => `${v.labels.purpose} ${v.value}`).join(', ')}`,
       )
     }
+    if (m.name === 'openplane_indexer_planned_ahead_total') {
+      const values = m.values as { labels: Record<string, string>; value: number }[]
+      lines.push(
+        `  planned ahead: ${values.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`,
+      )
+    }
     if (m.name === 'openplane_indexer_plan_passes') {
       const values = m.values as { metricName?: string; value: number }[]
       const sum = values.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0

@@ -13,13 +13,16 @@ export function writerDeps(identity: Identity, timeoutMs = 5000): WriterDeps {
     return id.handle === 'handle.invalid' ? null : id.handle
   }
   return {
-    resolveHandle(did, force) {
+    async resolveHandle(did, force) {
       const key = `${force ? 'force' : 'cached'} ${did}`
-      let pending = inFlight.get(key)
-      if (!pending) {
-        pending = resolve(did, force).finally(() => inFlight.delete(key))
-        inFlight.set(key, pending)
+      const shared = inFlight.get(key)
+      if (shared) {
+        // A shared lookup that failed gets one more try of our own, as a lone caller would.
+        const got = await shared.catch(() => undefined)
+        return got !== undefined ? got : resolve(did, force)
       }
+      const pending = resolve(did, force).finally(() => inFlight.delete(key))
+      inFlight.set(key, pending)
       return pending
     },
     // An account event says "deleted"; believe it only when its PDS no longer has the repo.

@@ -95,7 +95,7 @@ export class Indexer {
       url: opts.source,
       cursor: () => this.readSeq,
       onFrame: (bytes) => this.onFrame(bytes),
-      // Frames waiting to be decoded count too: decoding stalls while a full batch is written.
+      // Frames waiting to be decoded count too.
       isFull: () => this.queued + this.pending.length >= opts.batchSize * 4,
       onConnectionChange: (c) => (this.connected = c),
     })
@@ -196,8 +196,11 @@ export class Indexer {
       // Keep the cursor moving past frames we skip: an empty commit carries only the seq.
       this.pending.push({ type: 'skip', seq: res.seq, time: new Date().toISOString(), did: '' })
     }
-    if (this.pending.length >= this.opts.batchSize) await this.flush()
-    else this.scheduleFlush()
+    // Decoding goes on while a batch is written (the socket pauses when four batches wait), so
+    // the next batch is decoded, and planned, while Postgres writes this one.
+    if (this.pending.length >= this.opts.batchSize) {
+      if (!this.flushing) void this.flush()
+    } else this.scheduleFlush()
   }
 
   private scheduleFlush(): void {
@@ -212,8 +215,14 @@ export class Indexer {
     if (this.flushing) return this.flushing.then(() => this.flush())
     if (!this.pending.length) return Promise.resolve()
     const batch = this.pending.splice(0, this.opts.batchSize)
+    // A full batch waiting behind this one is exactly what the next flush takes (events only
+    // join at the end): the writer plans it while this one is written.
+    const next =
+      this.pending.length >= this.opts.batchSize
+        ? this.pending.slice(0, this.opts.batchSize)
+        : undefined
     this.flushing = this.opts.writer
-      .applyBatch(this.opts.source, batch)
+      .applyBatch(this.opts.source, batch, { next })
       .then(() => {
         const last = batch[batch.length - 1]!
         this.committedSeq = last.seq
@@ -237,7 +246,8 @@ export class Indexer {
       .finally(() => {
         this.flushing = undefined
         this.firehose.resume()
-        if (this.pending.length) this.scheduleFlush()
+        if (this.pending.length >= this.opts.batchSize) void this.flush()
+        else if (this.pending.length) this.scheduleFlush()
       })
     return this.flushing
   }

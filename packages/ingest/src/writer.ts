@@ -12,9 +12,9 @@
 // whether a statement happened to add rows, so a retried batch can neither drop nor double one.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import { childLogger, histogram } from '@openplane/telemetry'
+import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { needsHandleReindex } from './actors.ts'
-import { BatchRun, type Outcome } from './batch/run.ts'
+import { applyPlanned, BatchRun, planRange, type Outcome, type Planned } from './batch/run.ts'
 import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
@@ -28,6 +28,11 @@ const batchSeconds = histogram(
   'Time per batch: network lookups before the transaction, then the transaction',
   ['phase'],
   [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+)
+const plannedAhead = counter(
+  'openplane_indexer_planned_ahead_total',
+  'Batches prepared and planned while the previous one was written, by whether the plan was used',
+  ['outcome'],
 )
 const batchEvents = histogram(
   'openplane_indexer_batch_events',
@@ -57,6 +62,24 @@ interface Unsettled extends Outcome {
   cursor: number
 }
 
+/** A batch's work done before its transaction. */
+interface Early {
+  prepared: Prepared
+  /** Its plan, unless an account deletion splits it (then it is planned in the transaction). */
+  planned: Planned | undefined
+}
+
+/** The next batch's early work, started while the current one is written. */
+interface Ahead {
+  seqs: number[]
+  /** False once the batch below it did not commit as planned. */
+  valid: boolean
+  work: Promise<Early | undefined>
+}
+
+const sameSeqs = (seqs: number[], batch: IngestEvent[]) =>
+  seqs.length === batch.length && seqs.every((seq, i) => batch[i]!.seq === seq)
+
 /** How long to wait for a transaction that is still open to end before giving up for now. */
 const SETTLE_TRIES = 20
 const SETTLE_WAIT_MS = 100
@@ -69,6 +92,8 @@ export class Writer {
   private readonly unsettled = new Map<string, Unsettled>()
   /** The tables' keys, json and generated columns, read once. */
   private schema: Promise<SchemaInfo> | undefined
+  /** Per source, the next batch being prepared and planned while the current one is written. */
+  private readonly ahead = new Map<string, Ahead>()
 
   constructor(db: Db, deps: WriterDeps) {
     this.db = db
@@ -87,9 +112,19 @@ export class Writer {
    * Writes the batch, then hands its changes to the listeners. Throws when it could not be
    * written, or when Postgres cannot say whether an unanswered COMMIT went through; the caller
    * retries with the same batch, and a part of it found committed then is not written again.
+   *
+   * `next`, when given, is the batch the caller will apply after this one, exactly: it is
+   * prepared and planned while this one is written (on this one's planned changes), and used
+   * if this one commits as planned.
    */
-  async applyBatch(source: string, batch: IngestEvent[]): Promise<void> {
+  async applyBatch(
+    source: string,
+    batch: IngestEvent[],
+    opts: { next?: IngestEvent[] } = {},
+  ): Promise<void> {
     if (!batch.length) return
+    const ahead = this.ahead.get(source)
+    this.ahead.delete(source)
     const held = this.unsettled.get(source)
     if (held) {
       const committed = await this.settle(held)
@@ -108,20 +143,55 @@ export class Writer {
       throw err
     })
     const schema = await this.schema
-    const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
-    const prepared = await this.prepare(batch)
-    endPrepare()
+    let early = ahead && ahead.valid && sameSeqs(ahead.seqs, batch) ? await ahead.work : undefined
+    if (ahead) plannedAhead.inc({ outcome: early ? 'used' : 'discarded' })
+    if (!early) {
+      const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
+      early = await this.early(schema, batch)
+      endPrepare()
+    }
+    const { prepared, planned } = early
+    // The next batch is prepared and planned on this one's plan while this one is written.
+    const next =
+      opts.next?.length && planned ? this.startAhead(schema, opts.next, early) : undefined
+    if (next) this.ahead.set(source, next)
     const cursor = batch[batch.length - 1]!.seq
-    let outcome = await this.attempt(source, batch, prepared, schema, cursor, false)
+    let outcome = await this.attempt(source, batch, prepared, schema, cursor, planned)
     if ('err' in outcome) {
+      // This batch will not commit as planned: what was planned on it must not be used.
+      if (next) next.valid = false
       // The database refused something in the batch: redo it, isolating the events at fault.
       const { err } = outcome
       log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
-      outcome = await this.attempt(source, batch, prepared, schema, cursor, true)
+      outcome = await this.attempt(source, batch, prepared, schema, cursor, undefined, true)
       if ('err' in outcome) throw outcome.err
     }
     this.deliver(source, cursor, outcome)
     log.debug({ events: batch.length, cursor }, 'batch applied')
+  }
+
+  /**
+   * The work on a batch that needs no transaction: network lookups, and, unless an account
+   * deletion splits it, the whole plan (read through the pool; `below` is the batch to be
+   * written before it, if not committed yet).
+   */
+  private async early(schema: SchemaInfo, batch: IngestEvent[], below?: Early): Promise<Early> {
+    const prepared = await this.prepare(batch, below?.prepared.actors)
+    const planned = prepared.deletions.size
+      ? undefined
+      : await planRange(this.db, schema, batch, 0, batch.length, prepared, below?.planned?.state)
+    return { prepared, planned }
+  }
+
+  private startAhead(schema: SchemaInfo, batch: IngestEvent[], below: Early): Ahead {
+    const ahead: Ahead = { seqs: batch.map((e) => e.seq), valid: true, work: undefined as never }
+    ahead.work = this.early(schema, batch, below).catch((err: unknown) => {
+      // Planned again in its turn, when the error will show if it persists.
+      log.debug({ err }, 'planning ahead failed')
+      ahead.valid = false
+      return undefined
+    })
+    return ahead
   }
 
   /**
@@ -136,14 +206,20 @@ export class Writer {
     prepared: Prepared,
     schema: SchemaInfo,
     cursor: number,
-    isolate: boolean,
+    planned: Planned | undefined,
+    isolate = false,
   ): Promise<Outcome | { err: unknown }> {
     const sent: { xid?: string } = {}
     const outcome: Outcome = { changes: [], pending: [] }
     try {
       await this.db.transaction().execute(async (tx) => {
-        const run = new BatchRun(tx, schema, batch, prepared)
-        await run.all(isolate, outcome)
+        if (planned && !isolate) {
+          const got = await applyPlanned(tx, schema, planned)
+          outcome.changes.push(...got.changes)
+          outcome.pending.push(...got.pending)
+        } else {
+          await new BatchRun(tx, schema, batch, prepared).all(isolate, outcome)
+        }
         // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went
         // through.
         const row = await tx
@@ -205,8 +281,12 @@ export class Writer {
     }
   }
 
-  /** Network work for the batch, done before the transaction: handles and account deletions. */
-  private async prepare(batch: IngestEvent[]): Promise<Prepared> {
+  /**
+   * Network work for the batch, done before the transaction: handles and account deletions.
+   * `below`: actor rows as the batch written before this one leaves them, if it may not be
+   * committed yet.
+   */
+  private async prepare(batch: IngestEvent[], below?: Prepared['actors']): Promise<Prepared> {
     const relevant = (e: IngestEvent) =>
       e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
     const dids = [...new Set(batch.filter(relevant).map((e) => e.did))]
@@ -218,8 +298,13 @@ export class Writer {
             .select(['did', 'handle', 'indexedAt'])
             .where('did', 'in', dids)
             .execute()
-      ).map((a) => [a.did, a]),
+      ).map((a): [string, ActorState] => [a.did, a]),
     )
+    for (const did of dids) {
+      const after = below?.get(did)
+      if (after === null) actors.delete(did)
+      else if (after) actors.set(did, after)
+    }
     // An account event says "deleted"; it is applied only if the PDS no longer has the repo.
     const deletions = new Set<number>()
     await Promise.all(
@@ -232,10 +317,12 @@ export class Writer {
     // is re-checked hourly, a valid one daily), so plan in rounds: each round resolves, all at
     // once, the first unresolved check of each actor, until the plan needs no more.
     const outcomes = new Map<number, string | null | undefined>()
+    let final = new ActorPlan(actors)
     const handles = new Map<number, { did: string; handle: string | null }>()
     for (;;) {
       handles.clear()
       const plan = new ActorPlan(actors)
+      final = plan
       const blocked = new Set<string>()
       const wanted: { index: number; did: string; force: boolean }[] = []
       for (const [index, evt] of batch.entries()) {
@@ -260,7 +347,7 @@ export class Writer {
         }),
       )
     }
-    return { handles, deletions }
+    return { handles, deletions, actors: final.snapshot() }
   }
 }
 
@@ -281,6 +368,11 @@ class ActorPlan {
 
   get(did: string): ActorState | undefined {
     return this.state.get(did) ?? undefined
+  }
+
+  /** Every actor the plan knows, as the batch leaves it (null: deleted). */
+  snapshot(): Map<string, ActorState | null> {
+    return new Map(this.state)
   }
 
   set(did: string, next: ActorState): void {

@@ -95,7 +95,10 @@ export class OurIndexerUnderTest {
       world.set(w)
       for (let i = start; i < end; i += opts.batchSize) {
         const last = Math.min(end, i + opts.batchSize)
-        await writer.applyBatch('fuzz', events.slice(i, last))
+        // The next batch of the same world is planned while this one is written.
+        const next =
+          last < end ? events.slice(last, Math.min(end, last + opts.batchSize)) : undefined
+        await writer.applyBatch('fuzz', events.slice(i, last), { next })
         if (run.inexact) continue
         const lines = await inexactCounters(this.schema)
         if (lines.length) run.inexact = { afterEvent: last - 1, lines }

@@ -1,7 +1,7 @@
 // Applies a batch's net writes (BatchState.writes()): per table, one statement deleting every row
 // whose key the batch removed or replaced, then one inserting every row it added or replaced
-// (split only to stay under Postgres' limit of parameters per statement, and by the set of
-// columns given, so a column left out keeps its default). Statements per batch follow the number
+// (split only by the set of columns given, so a column left out keeps its default); every column
+// goes as one array parameter, so a statement binds as many parameters for 5 rows as for 5,000. Statements per batch follow the number
 // of tables touched, not the number of events.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
@@ -9,9 +9,6 @@ import type { SchemaInfo } from './schema.ts'
 import type { Row } from './state.ts'
 
 type Db = Kysely<DatabaseSchema>
-
-/** Postgres takes at most 65535 parameters in one statement. */
-const MAX_PARAMS = 60_000
 
 export type Writes = Map<string, { deleted: Row[]; inserted: Row[] }>
 
@@ -42,18 +39,20 @@ export async function applyWrites(db: Db, writes: Writes, schema: SchemaInfo): P
       if (!s) shapes.set(shape, (s = { columns, rows: [] }))
       s.rows.push(row)
     }
+    const types = schema.get(table)!.types
     for (const { columns, rows } of shapes.values()) {
-      const perStatement = Math.max(1, Math.floor(MAX_PARAMS / Math.max(1, columns.length)))
-      for (let i = 0; i < rows.length; i += perStatement) {
-        const values = rows
-          .slice(i, i + perStatement)
-          .map((r) => Object.fromEntries(columns.map((c) => [c, r[c] ?? null])))
-        await db
-          .insertInto(table as keyof DatabaseSchema)
-          .values(values as never)
-          .execute()
-        statements++
-      }
+      // One array per column, whatever the number of rows: no per-row parameters to bind.
+      const cols = sql.join(columns.map((c) => sql.ref(c)))
+      const arrays = sql.join(
+        columns.map((c) => {
+          const values = rows.map((r) => (r[c] == null ? null : r[c]))
+          return sql`${values}::${sql.raw(`${types.get(c) ?? 'text'}[]`)}`
+        }),
+      )
+      await sql`
+        insert into ${sql.table(table)} (${cols}) select * from unnest(${arrays})
+      `.execute(db)
+      statements++
     }
   }
   return statements

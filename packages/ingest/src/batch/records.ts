@@ -23,11 +23,20 @@ function deletePrimary(plan: Plan, plugin: AnyPlugin, uri: string): Row | null {
   return plan.state.delete(plugin.table!, { uri })[0] ?? null
 }
 
+/** A record's JSON, written once however many passes plan it. */
+const jsonCache = new WeakMap<object, string>()
+function jsonOf(rec: unknown): string {
+  if (!rec || typeof rec !== 'object') return lexStringify(rec as LexValue)
+  let json = jsonCache.get(rec)
+  if (json === undefined) jsonCache.set(rec, (json = lexStringify(rec as LexValue)))
+  return json
+}
+
 const recordRow = (ref: RecordRef, rec: unknown): Row => ({
   uri: ref.uri,
   cid: ref.cid,
   did: ref.did,
-  json: lexStringify(rec as LexValue),
+  json: jsonOf(rec),
   indexedAt: ref.indexedAt,
 })
 
@@ -57,7 +66,7 @@ export function updateRecord(plan: Plan, plugin: AnyPlugin, ref: RecordRef, rec:
   const updated = state.update(
     'record',
     { uri: ref.uri },
-    { cid: ref.cid, json: lexStringify(rec as LexValue), indexedAt: ref.indexedAt },
+    { cid: ref.cid, json: jsonOf(rec), indexedAt: ref.indexedAt },
   )
   // A record-only collection has no index to replace. An update of a record never seen is a
   // create, except at rkey `self`: the stock's record-only plugins count a `self` record as

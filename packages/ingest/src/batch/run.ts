@@ -111,27 +111,8 @@ export class BatchRun {
 
   /** Plans events [from, to) (no deletions among them) and applies the plan. */
   private async range(from: number, to: number): Promise<Outcome> {
-    const started = performance.now()
-    const state = new BatchState(this.tx, this.schema)
-    const plan = new Plan(state)
-    passes.observe(await planSteps(plan, stepsFor(this.batch, from, to, this.prepared)))
-    const notifications = await settled(plan, () => plan.notificationsToWrite())
-    const planned = performance.now()
-    stageSeconds.inc({ stage: 'load' }, state.loadSeconds)
-    stageSeconds.inc({ stage: 'plan' }, (planned - started) / 1000 - state.loadSeconds)
-    statements.inc({ purpose: 'read' }, state.queries)
-    const writes = state.writes()
-    let sent = await applyWrites(this.tx, writes, this.schema)
-    const counters = new CounterBuffer()
-    counters.add(plan.counters)
-    sent += await counters.flush(this.tx)
-    sent += await writeNotifications(this.tx, notifications)
-    const seen = new Map(plan.seen.map((s) => [s.did, { commit: s.commit, rev: s.rev }]))
-    if (seen.size) sent++
-    await setCommitsLastSeen(this.tx, seen)
-    statements.inc({ purpose: 'write' }, sent)
-    stageSeconds.inc({ stage: 'apply' }, (performance.now() - planned) / 1000)
-    return { changes: changesOf(writes), pending: plan.later }
+    const planned = await planRange(this.tx, this.schema, this.batch, from, to, this.prepared)
+    return applyPlanned(this.tx, this.schema, planned)
   }
 
   /** A confirmed account deletion: its whole index goes, with what it counted. */
@@ -146,6 +127,56 @@ export class BatchRun {
       pending: [() => eventsTotal.inc({ type: 'account', outcome: 'applied' })],
     }
   }
+}
+
+/** A range's finished plan: its state (net writes), notifications, counters and last commits. */
+export interface Planned {
+  state: BatchState
+  plan: Plan
+  notifications: { drop: string[]; add: NotificationRow[] }
+}
+
+/**
+ * Plans events [from, to) of the batch (no account deletion among them), reading through `db`:
+ * the batch's transaction, or, planned ahead of it, any connection, with `below` the state of
+ * the batch to be applied before it.
+ */
+export async function planRange(
+  db: Db,
+  schema: SchemaInfo,
+  batch: IngestEvent[],
+  from: number,
+  to: number,
+  prepared: Prepared,
+  below?: BatchState,
+): Promise<Planned> {
+  const started = performance.now()
+  const state = new BatchState(db, schema, below)
+  const plan = new Plan(state)
+  passes.observe(await planSteps(plan, stepsFor(batch, from, to, prepared)))
+  const notifications = await settled(plan, () => plan.notificationsToWrite())
+  stageSeconds.inc({ stage: 'load' }, state.loadSeconds)
+  stageSeconds.inc({ stage: 'plan' }, (performance.now() - started) / 1000 - state.loadSeconds)
+  statements.inc({ purpose: 'read' }, state.queries)
+  return { state, plan, notifications }
+}
+
+/** Writes a planned range in the transaction: each table once, counters, notifications. */
+export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned): Promise<Outcome> {
+  const started = performance.now()
+  const { state, plan, notifications } = planned
+  const writes = state.writes()
+  let sent = await applyWrites(tx, writes, schema)
+  const counters = new CounterBuffer()
+  counters.add(plan.counters)
+  sent += await counters.flush(tx)
+  sent += await writeNotifications(tx, notifications)
+  const seen = new Map(plan.seen.map((s) => [s.did, { commit: s.commit, rev: s.rev }]))
+  if (seen.size) sent++
+  await setCommitsLastSeen(tx, seen)
+  statements.inc({ purpose: 'write' }, sent)
+  stageSeconds.inc({ stage: 'apply' }, (performance.now() - started) / 1000)
+  return { changes: changesOf(writes), pending: [...plan.later] }
 }
 
 function merge(out: Outcome, got: Outcome): void {

@@ -8,6 +8,8 @@ import type { DatabaseSchema } from '@openplane/db'
 
 export interface TableInfo {
   columns: string[]
+  /** Column → its type's name (udt_name: varchar, bool, int4, jsonb…), for array casts. */
+  types: Map<string, string>
   json: Set<string>
   /** Generated column → the two columns it is the least of. */
   generated: Map<string, [string, string]>
@@ -23,10 +25,11 @@ export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<Schema
     table: string
     column: string
     type: string
+    udt: string
     generated: string
     expression: string | null
   }>`
-    select table_name as "table", column_name as "column", data_type as "type",
+    select table_name as "table", column_name as "column", data_type as "type", udt_name as "udt",
       is_generated as "generated", generation_expression as "expression"
     from information_schema.columns where table_schema = current_schema()
     order by table_name, ordinal_position
@@ -45,7 +48,14 @@ export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<Schema
   const info = (table: string): TableInfo => {
     let t = out.get(table)
     if (!t) {
-      t = { columns: [], json: new Set(), generated: new Map(), primary: [], unique: [] }
+      t = {
+        columns: [],
+        types: new Map(),
+        json: new Set(),
+        generated: new Map(),
+        primary: [],
+        unique: [],
+      }
       out.set(table, t)
     }
     return t
@@ -53,6 +63,7 @@ export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<Schema
   for (const c of columns) {
     const t = info(c.table)
     t.columns.push(c.column)
+    t.types.set(c.column, c.udt)
     if (c.type === 'json' || c.type === 'jsonb') t.json.add(c.column)
     if (c.generated === 'ALWAYS') {
       const refs = [...(c.expression ?? '').matchAll(/"(\w+)"/g)].map((m) => m[1]!)

@@ -27,6 +27,8 @@ export interface Prepared {
   handles: Map<number, { did: string; handle: string | null }>
   /** Indexes of account events whose deletion is confirmed (the PDS no longer hosts the repo). */
   deletions: Set<number>
+  /** Handle and check time of the batch's actors as it leaves them (null: deleted). */
+  actors: Map<string, { handle: string | null; indexedAt: string } | null>
 }
 
 type Commit = Extract<IngestEvent, { type: 'commit' }>
