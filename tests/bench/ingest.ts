@@ -38,7 +38,7 @@ type Runner = { trackEvent: (...args: unknown[]) => Promise<void> }
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
-const BATCH = Number(process.env.BENCH_BATCH ?? 500)
+const BATCH = Number(process.env.BENCH_BATCH ?? 2000)
 const VERIFY = process.env.BENCH_VERIFY === '1'
 const STOCK_INFLIGHT = Number(process.env.BENCH_STOCK_INFLIGHT ?? 10_000)
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))

@@ -177,7 +177,7 @@ export function readConfig(env: Env = process.env): Config {
     initialCursor: env.DATAPLANE_FIREHOSE_CURSOR?.trim()
       ? int(env, 'DATAPLANE_FIREHOSE_CURSOR', 0, 0, Number.MAX_SAFE_INTEGER)
       : undefined,
-    batchSize: int(env, 'DATAPLANE_BATCH_SIZE', 500, 1, 100_000),
+    batchSize: int(env, 'DATAPLANE_BATCH_SIZE', 2000, 1, 100_000),
     batchWaitMs: int(env, 'DATAPLANE_BATCH_WAIT_MS', 20, 0, 60_000),
     headProbeMs: int(env, 'DATAPLANE_HEAD_PROBE_SECONDS', 30, 0, 86_400) * 1000,
   }
