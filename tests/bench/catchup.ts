@@ -8,7 +8,7 @@
 //   CATCHUP_MINUTES  give up after this long (default 20)
 //   BENCH_CORPUS     a recorded corpus (default: generated under .data/corpus, BEHIND plus the
 //                    events of CATCHUP_MINUTES at RATE, at most 2M, over BENCH_REPOS repos)
-//   BENCH_REPOS (100000), BENCH_SEED (1), BENCH_BATCH (500)
+//   BENCH_REPOS (100000), BENCH_SEED (1), BENCH_BATCH (2000)
 import { performance } from 'node:perf_hooks'
 import { createPgDb, migrateToLatest } from '@openplane/db'
 import { PG_URL, uniqueName } from '../harness/env.ts'
@@ -22,7 +22,7 @@ const RATE = Number(process.env.CATCHUP_RATE ?? 1000)
 const MINUTES = Number(process.env.CATCHUP_MINUTES ?? 20)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
-const BATCH = Number(process.env.BENCH_BATCH ?? 500)
+const BATCH = Number(process.env.BENCH_BATCH ?? 2000)
 const log = (...a: unknown[]) => console.log('[bench:catchup]', ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
