@@ -199,4 +199,71 @@ describe('indexer equals the stock indexer on', () => {
       BOTH,
     )
   })
+
+  // A batch planned while the one before it is written reads actors from before that commit: it
+  // must still see a handle that batch took from another actor (who, now without one, is
+  // re-checked an hour later).
+  it('a handle taken in the batch before, then its old holder two hours later (seed 20000072)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'C', ops: [{ create: 'like', rkey: 'l22' }] },
+        { by: 'A', identity: { handle: 'c.test' }, dt: 7200 },
+        { by: 'C', ops: [{ delete: 'like', rkey: 'l22' }] },
+      ],
+      BOTH,
+    )
+  })
+
+  it('a handle taken, then its old holder deletes a post (seed 20000035)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'C', ops: [{ create: 'post', rkey: 'p16' }] },
+        { by: 'B', ops: [{ create: 'repost', rkey: 'r22' }], dt: 7200 },
+        { by: 'A', identity: { handle: 'c.test' } },
+        { by: 'C', ops: [{ delete: 'post', rkey: 'p16' }] },
+      ],
+      BOTH,
+    )
+  })
+
+  it('a handle taken while its old holder is deactivated (seed 20000206)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'C', ops: [{ create: 'verification', rkey: 'v7' }] },
+        { by: 'A', ops: [{ create: 'list', rkey: 'l8' }], dt: 7200 },
+        { by: 'A', identity: { handle: 'c.test' } },
+        { by: 'C', ops: [{ delete: 'post', rkey: 'p17' }] },
+      ],
+      BOTH,
+    )
+  })
+
+  it('a handle passed on twice, the first holder suspended (seed 20000219)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'A', identity: { handle: 'd.test' } },
+        { by: 'C', ops: [{ create: 'like', rkey: 'l33' }], dt: 7200 },
+        { by: 'B', identity: { handle: 'd.test' } },
+        { by: 'A', ops: [{ delete: 'post', rkey: 'p22' }] },
+      ],
+      BOTH,
+    )
+  })
+
+  it('a handle taken inside a batch of seven planned ahead (seed 20000204)', async () => {
+    await expectSameAsStock(
+      [
+        { by: 'F', ops: [{ create: 'follow', rkey: 'f3' }] },
+        { by: 'A', identity: { handle: 'f.test' } },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p9' }], dt: 7200 },
+        { by: 'C', ops: [{ create: 'notifdecl', rkey: 'self' }] },
+        { by: 'A', ops: [{ create: 'like', rkey: 'l15' }] },
+        { by: 'A', ops: [{ create: 'generator', rkey: 'g16' }] },
+        { by: 'E', ops: [{ delete: 'like', rkey: 'l19' }] },
+        { by: 'A', ops: [{ update: 'post', rkey: 'p9' }] },
+        { by: 'F', ops: [{ create: 'generator', rkey: 'g21' }] },
+      ],
+      { batchSizes: [1, 500, 7] },
+    )
+  })
 })

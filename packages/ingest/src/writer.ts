@@ -176,7 +176,7 @@ export class Writer {
    * written before it, if not committed yet).
    */
   private async early(schema: SchemaInfo, batch: IngestEvent[], below?: Early): Promise<Early> {
-    const prepared = await this.prepare(batch, below?.prepared.actors)
+    const prepared = await this.prepare(batch, below?.prepared)
     const planned = prepared.deletions.size
       ? undefined
       : await planRange(this.db, schema, batch, 0, batch.length, prepared, below?.planned?.state)
@@ -286,7 +286,10 @@ export class Writer {
    * `below`: actor rows as the batch written before this one leaves them, if it may not be
    * committed yet.
    */
-  private async prepare(batch: IngestEvent[], below?: Prepared['actors']): Promise<Prepared> {
+  private async prepare(
+    batch: IngestEvent[],
+    below?: Pick<Prepared, 'actors' | 'claimed'>,
+  ): Promise<Prepared> {
     const relevant = (e: IngestEvent) =>
       e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
     const dids = [...new Set(batch.filter(relevant).map((e) => e.did))]
@@ -301,9 +304,15 @@ export class Writer {
       ).map((a): [string, ActorState] => [a.did, a]),
     )
     for (const did of dids) {
-      const after = below?.get(did)
+      const after = below?.actors.get(did)
       if (after === null) actors.delete(did)
       else if (after) actors.set(did, after)
+      // A handle the batch below gave to another actor is no longer this one's.
+      const read = actors.get(did)
+      const holder = read?.handle != null ? below?.claimed.get(read.handle) : undefined
+      if (read && after === undefined && holder !== undefined && holder !== did) {
+        actors.set(did, { ...read, handle: null })
+      }
     }
     // An account event says "deleted"; it is applied only if the PDS no longer has the repo.
     const deletions = new Set<number>()
@@ -347,7 +356,9 @@ export class Writer {
         }),
       )
     }
-    return { handles, deletions, actors: final.snapshot() }
+    const claimed = new Map<string, string>()
+    for (const { did, handle } of handles.values()) if (handle !== null) claimed.set(handle, did)
+    return { handles, deletions, actors: final.snapshot(), claimed }
   }
 }
 

@@ -166,6 +166,7 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   const started = performance.now()
   const { state, plan, notifications } = planned
   const writes = state.writes()
+  state.detach()
   let sent = await applyWrites(tx, writes, schema)
   const counters = new CounterBuffer()
   counters.add(plan.counters)

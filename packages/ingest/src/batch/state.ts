@@ -67,7 +67,7 @@ export class BatchState {
    * or after that commit. Only its changes are read, never its loaded rows, so layers never
    * chain further back.
    */
-  private readonly below: BatchState | undefined
+  private below: BatchState | undefined
 
   constructor(db: Kysely<DatabaseSchema>, schema: SchemaInfo, below?: BatchState) {
     this.db = db
@@ -304,6 +304,14 @@ export class BatchState {
       if (deleted.length || inserted.length) out.set(table, { deleted, inserted })
     }
     return out
+  }
+
+  /**
+   * Forgets the batch below once this batch's writes are known: the batch planned on this one
+   * reads only this one's changes, so states never hold a chain of earlier batches.
+   */
+  detach(): void {
+    this.below = undefined
   }
 
   info(table: string): TableInfo {

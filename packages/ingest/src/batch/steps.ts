@@ -29,6 +29,8 @@ export interface Prepared {
   deletions: Set<number>
   /** Handle and check time of the batch's actors as it leaves them (null: deleted). */
   actors: Map<string, { handle: string | null; indexedAt: string } | null>
+  /** Verified handles the batch writes → the actor holding each when it is done. */
+  claimed: Map<string, string>
 }
 
 type Commit = Extract<IngestEvent, { type: 'commit' }>
