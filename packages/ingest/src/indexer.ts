@@ -10,6 +10,7 @@ import { HeadProbe } from './head-probe.ts'
 import type { IdentityPrefetch } from './identity-prefetch.ts'
 import { FirehoseSource } from './source.ts'
 import type { Writer } from './writer.ts'
+import { stageSeconds } from './stages.ts'
 
 const log = childLogger('indexer')
 const frames = counter('openplane_firehose_frames_total', 'Firehose frames by outcome', ['outcome'])
@@ -32,11 +33,6 @@ const streamLag = gauge(
   'openplane_firehose_stream_lag_seconds',
   "Stream time between the source's live head (last probe) and the last applied event",
   ['source'],
-)
-const stageSeconds = counter(
-  'openplane_indexer_stage_seconds_total',
-  'Time spent per ingest stage (decode: frames to events; load: bulk reads; plan: planning; apply: writes)',
-  ['stage'],
 )
 
 export interface IndexerOptions {

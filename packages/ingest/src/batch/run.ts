@@ -15,17 +15,13 @@ import { applyWrites, type Writes } from './apply.ts'
 import { Plan } from './plan.ts'
 import { planSteps, settled } from './planner.ts'
 import type { SchemaInfo } from './schema.ts'
+import { stageSeconds } from '../stages.ts'
 import { BatchState, type Row } from './state.ts'
 import { eventsTotal, opsTotal, stepsFor, type Prepared } from './steps.ts'
 
 type Db = Kysely<DatabaseSchema>
 
 const log = childLogger('writer')
-const stageSeconds = counter(
-  'openplane_indexer_stage_seconds_total',
-  'Time spent per ingest stage (decode: frames to events; load: bulk reads; plan: planning; apply: writes)',
-  ['stage'],
-)
 const passes = histogram(
   'openplane_indexer_plan_passes',
   'Planning passes per batch range (1 + bulk loads of what the previous pass missed)',
