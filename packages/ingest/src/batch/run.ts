@@ -11,7 +11,7 @@ import { deleteAccount, setCommitsLastSeen } from '../actors.ts'
 import type { Change, FeedItemValues } from '../changes.ts'
 import { CounterBuffer } from '../effects.ts'
 import type { IngestEvent } from '../events.ts'
-import { applyWrites, type Writes } from './apply.ts'
+import { applyWrites } from './apply.ts'
 import { Plan } from './plan.ts'
 import { planSteps, settled } from './planner.ts'
 import type { SchemaInfo } from './schema.ts'
@@ -162,6 +162,7 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   const started = performance.now()
   const { state, plan, notifications } = planned
   const writes = state.writes()
+  const changes = changesOf(state)
   state.detach()
   let sent = await applyWrites(tx, writes, schema)
   const counters = new CounterBuffer()
@@ -173,7 +174,7 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   await setCommitsLastSeen(tx, seen)
   statements.inc({ purpose: 'write' }, sent)
   stageSeconds.inc({ stage: 'apply' }, (performance.now() - started) / 1000)
-  return { changes: changesOf(writes), pending: [...plan.later] }
+  return { changes, pending: [...plan.later] }
 }
 
 function merge(out: Outcome, got: Outcome): void {
@@ -200,22 +201,23 @@ async function writeNotifications(
   return sent
 }
 
+const WATCHED = new Set(['follow', 'feed_item'])
+
 /**
- * The changes other stores follow, from the plan's net writes: removals first, so a row replaced
- * in the batch ends up present.
+ * The changes other stores follow, in the order the batch made them, from the plan (never from
+ * what statements reported): a row replaced is the old one removed, then the new one added.
  */
-function changesOf(writes: Writes): Change[] {
+function changesOf(state: BatchState): Change[] {
   const out: Change[] = []
-  const follow = writes.get('follow')
-  const feed = writes.get('feed_item')
-  for (const row of follow?.deleted ?? [])
-    out.push({ table: 'follow', op: 'delete', row: row as never })
-  for (const row of follow?.inserted ?? [])
-    out.push({ table: 'follow', op: 'insert', row: row as never })
-  for (const row of feed?.deleted ?? [])
-    out.push({ table: 'feed_item', op: 'delete', row: feedItem(row) })
-  for (const row of feed?.inserted ?? [])
-    out.push({ table: 'feed_item', op: 'insert', row: feedItem(row) })
+  for (const { table, before, after } of state.history(WATCHED)) {
+    if (table === 'follow') {
+      if (before) out.push({ table, op: 'delete', row: before as never })
+      if (after) out.push({ table, op: 'insert', row: after as never })
+    } else {
+      if (before) out.push({ table: 'feed_item', op: 'delete', row: feedItem(before) })
+      if (after) out.push({ table: 'feed_item', op: 'insert', row: feedItem(after) })
+    }
+  }
   return out
 }
 

@@ -307,6 +307,44 @@ export class BatchState {
   }
 
   /**
+   * The batch's changes to `tables`, row by row in the order it made them (a row inserted and
+   * deleted again in the batch shows both): what the stores that follow these tables replay, as
+   * if the statements had run one by one.
+   */
+  history(tables: ReadonlySet<string>): { table: string; before: Row | null; after: Row | null }[] {
+    // The value after each journal entry is the next entry's `prev` for that key, or, for the
+    // last one, the overlay's value now.
+    const entries = this.journal.filter((u) => tables.has(u.table))
+    const out: { table: string; before: Row | null; after: Row | null }[] = []
+    const nextOf = new Map<number, number>()
+    const seen = new Map<string, number>()
+    entries.forEach((u, i) => {
+      const id = `${u.table}${SEP}${u.key}`
+      const prevIndex = seen.get(id)
+      if (prevIndex !== undefined) nextOf.set(prevIndex, i)
+      seen.set(id, i)
+    })
+    entries.forEach((u, i) => {
+      const under = this.below?.overlay.get(u.table)
+      const before =
+        u.prev !== undefined
+          ? u.prev
+          : under?.has(u.key)
+            ? under.get(u.key)!
+            : (this.base.get(u.table)?.get(u.key) ?? null)
+      const next = nextOf.get(i)
+      const after =
+        next !== undefined
+          ? (entries[next]!.prev ?? null)
+          : (this.overlay.get(u.table)?.get(u.key) ?? null)
+      if (before === after) return
+      if (before && after && !changed(before, after)) return
+      out.push({ table: u.table, before, after })
+    })
+    return out
+  }
+
+  /**
    * Forgets the batch below once this batch's writes are known: the batch planned on this one
    * reads only this one's changes, so states never hold a chain of earlier batches.
    */
@@ -384,6 +422,16 @@ export class BatchState {
     m.values.set(keyOf(values), values)
     return []
   }
+}
+
+/** Whether `now` differs from `before` in any column it has. */
+function changed(before: Row, now: Row): boolean {
+  for (const [c, v] of Object.entries(now)) {
+    const b = before[c]
+    if (b === v || (b == null && v == null)) continue
+    if (String(b) !== String(v)) return true
+  }
+  return false
 }
 
 function pick(row: Row, columns: readonly string[]): Where {
