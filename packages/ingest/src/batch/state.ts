@@ -297,7 +297,7 @@ export class BatchState {
       for (const [key, now] of changed) {
         const before = under?.has(key) ? under.get(key) : known?.get(key)
         if (before === undefined) throw new Error(`${table} ${key} written but never read`)
-        if (before && now && sameRow(before, now)) continue
+        if (before && now && !differs(before, now)) continue
         if (before) deleted.push(before)
         if (now) inserted.push(now)
       }
@@ -338,7 +338,7 @@ export class BatchState {
           ? (entries[next]!.prev ?? null)
           : (this.overlay.get(u.table)?.get(u.key) ?? null)
       if (before === after) return
-      if (before && after && !changed(before, after)) return
+      if (before && after && !differs(before, after)) return
       out.push({ table: u.table, before, after })
     })
     return out
@@ -424,8 +424,8 @@ export class BatchState {
   }
 }
 
-/** Whether `now` differs from `before` in any column it has. */
-function changed(before: Row, now: Row): boolean {
+/** Whether `now` differs from `before` in any column it has (planned rows may leave defaults out). */
+function differs(before: Row, now: Row): boolean {
   for (const [c, v] of Object.entries(now)) {
     const b = before[c]
     if (b === v || (b == null && v == null)) continue
@@ -436,15 +436,4 @@ function changed(before: Row, now: Row): boolean {
 
 function pick(row: Row, columns: readonly string[]): Where {
   return Object.fromEntries(columns.map((c) => [c, (row[c] ?? null) as Value]))
-}
-
-/** Rows compare by the columns the newer one has (planned rows may leave defaults out). */
-function sameRow(before: Row, now: Row): boolean {
-  for (const [c, v] of Object.entries(now)) {
-    const b = before[c]
-    if (b === v) continue
-    if (b == null && v == null) continue
-    if (String(b) !== String(v)) return false
-  }
-  return true
 }
