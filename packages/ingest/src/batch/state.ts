@@ -352,10 +352,6 @@ export class BatchState {
     this.below = undefined
   }
 
-  info(table: string): TableInfo {
-    return this.table(table)
-  }
-
   private table(table: string): TableInfo {
     const t = this.schema.get(table)
     if (!t?.primary.length) throw new Error(`no primary key known for table ${table}`)
