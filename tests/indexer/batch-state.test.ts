@@ -130,8 +130,14 @@ describe('batch state', () => {
       state.update('like', { creator: A, subject: post(0) }, { viaCid: 'bafyvia' })
     })
     const writes = state.writes().get('like')!
-    expect(writes.deleted.map((r) => r.uri)).toEqual([like(2).uri])
-    expect(writes.inserted).toMatchObject([{ uri: like(2).uri, viaCid: 'bafyvia' }])
+    expect(writes.deleted).toEqual([])
+    expect(writes.inserted).toEqual([])
+    expect(writes.replaced).toMatchObject([
+      [
+        { uri: like(2).uri, viaCid: null },
+        { uri: like(2).uri, viaCid: 'bafyvia' },
+      ],
+    ])
   })
 
   it('applies the net writes with one statement per table and kind', async () => {
@@ -145,12 +151,72 @@ describe('batch state', () => {
     const statements = await db.db
       .transaction()
       .execute(async (tx) => applyWrites(tx, state.writes(), info))
-    // Deletes (like 1, the old like 2) in one statement, inserts (3, 4, the new 2) in another.
-    expect(statements).toBe(2)
+    // Deletes (like 1), the update (like 2, in place) and the inserts (3, 4): one statement each.
+    expect(statements).toBe(3)
     const rows = await db.db.selectFrom('like').select(['uri', 'viaCid', 'sortAt']).execute()
     expect(rows.map((r) => r.uri).sort()).toEqual([like(2).uri, like(3).uri, like(4).uri])
     expect(rows.find((r) => r.uri === like(2).uri)!.viaCid).toBe('bafyvia')
     // The generated column is Postgres' own again.
     expect(rows.every((r) => r.sortAt === '2026-01-05T12:00:00.000Z')).toBe(true)
+  })
+
+  it('updates only the columns it changed: a value set meanwhile by someone else stays', async () => {
+    const actor = (did: string, handle: string) => ({
+      did,
+      handle,
+      indexedAt: '2026-01-05T12:00:00.000Z',
+    })
+    await db.db
+      .insertInto('actor')
+      .values([actor(A, 'a.test'), actor(B, 'b.test')])
+      .execute()
+    const state = new BatchState(db.db, info)
+    await plan(state, () => {
+      // The two swap handles (a unique column): each must step aside before the other moves in.
+      state.update('actor', { did: A }, { handle: 'b.test', indexedAt: '2026-01-06T00:00:00.000Z' })
+      state.update('actor', { did: B }, { handle: 'a.test' })
+    })
+    // A takedown lands between the batch's read and its write.
+    await db.db
+      .updateTable('actor')
+      .set({ takedownRef: 'BSKY-TAKEDOWN-1' })
+      .where('did', '=', A)
+      .execute()
+    await db.db.transaction().execute(async (tx) => applyWrites(tx, state.writes(), info))
+    const rows = await db.db
+      .selectFrom('actor')
+      .select(['did', 'handle', 'takedownRef', 'indexedAt'])
+      .orderBy('did')
+      .execute()
+    expect(rows).toEqual([
+      {
+        did: A,
+        handle: 'b.test',
+        takedownRef: 'BSKY-TAKEDOWN-1',
+        indexedAt: '2026-01-06T00:00:00.000Z',
+      },
+      { did: B, handle: 'a.test', takedownRef: null, indexedAt: '2026-01-05T12:00:00.000Z' },
+    ])
+  })
+
+  it('resets the columns a replacing row leaves out, as a re-insert would', async () => {
+    await db.db
+      .insertInto('like')
+      .values({ ...like(11), subject: post(11), via: 'at://via', viaCid: 'bafyvia' })
+      .execute()
+    const state = new BatchState(db.db, info)
+    await plan(state, () => {
+      state.delete('like', { uri: like(11).uri })
+      const { via: _via, viaCid: _viaCid, ...plain } = like(11)
+      state.put('like', { ...plain, subject: post(11), cid: 'bafynew' })
+    })
+    expect(state.writes().get('like')!.replaced).toHaveLength(1)
+    await db.db.transaction().execute(async (tx) => applyWrites(tx, state.writes(), info))
+    const row = await db.db
+      .selectFrom('like')
+      .select(['cid', 'via', 'viaCid'])
+      .where('uri', '=', like(11).uri)
+      .executeTakeFirstOrThrow()
+    expect(row).toEqual({ cid: 'bafynew', via: null, viaCid: null })
   })
 })

@@ -1,59 +1,178 @@
-// Applies a batch's net writes (BatchState.writes()): per table, one statement deleting every row
-// whose key the batch removed or replaced, then one inserting every row it added or replaced
-// (split only by the set of columns given, so a column left out keeps its default); every column
-// goes as one array parameter, so a statement binds as many parameters for 5 rows as for 5,000. Statements per batch follow the number
-// of tables touched, not the number of events.
-import { sql, type Kysely } from 'kysely'
+// Applies a batch's net writes (BatchState.writes()) with a few statements per table, whatever
+// the number of rows: every column goes as one array parameter, so a statement binds as many
+// parameters for 5 rows as for 5,000. Statements per batch follow the number of tables touched,
+// not the number of events.
+//
+// A row whose key stays is updated in place, and only in the columns the batch changed: a column
+// someone else sets meanwhile (a takedown through the admin rpcs, between this batch's read and
+// its write) keeps their value. Columns the new row leaves out go back to their default, as a
+// re-insert would leave them. Only a row that moves within a unique key that cannot step aside
+// through null is deleted and inserted again.
+import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import type { SchemaInfo } from './schema.ts'
-import type { Row } from './state.ts'
+import type { SchemaInfo, TableInfo } from './schema.ts'
+import type { Row, TableWrites, Writes } from './state.ts'
 
 type Db = Kysely<DatabaseSchema>
 
-export type Writes = Map<string, { deleted: Row[]; inserted: Row[] }>
+interface Update {
+  /** Columns given a new value. */
+  set: string[]
+  /** Columns the new row leaves out: back to their default. */
+  reset: string[]
+  after: Row
+}
+
+interface TablePlan {
+  deleted: Row[]
+  /** Rows that must leave a unique slot first: their moving columns set to null. */
+  stepAside: { rows: Row[]; columns: string[] }[]
+  updated: Update[]
+  inserted: Row[]
+}
 
 export async function applyWrites(db: Db, writes: Writes, schema: SchemaInfo): Promise<number> {
+  const plans = new Map<string, TablePlan>()
+  for (const [table, w] of writes) plans.set(table, planTable(schema.get(table)!, w))
   let statements = 0
-  // Deletes first: a replaced row, or a row whose unique slot another row takes, must be gone
-  // before its successor is inserted.
-  for (const [table, { deleted }] of writes) {
-    if (!deleted.length) continue
+  // Order across tables and kinds: slots are freed (step aside, deletes) before anything takes
+  // one (updates, inserts).
+  for (const [table, p] of plans) {
+    for (const { rows, columns } of p.stepAside) {
+      const info = schema.get(table)!
+      await updateRows(db, table, info, rows, [], [], columns)
+      statements++
+    }
+  }
+  for (const [table, p] of plans) {
+    if (!p.deleted.length) continue
     const pk = schema.get(table)!.primary
     const cols = sql.join(pk.map((c) => sql`${sql.ref(c)}::text`))
-    const arrays = sql.join(pk.map((c) => sql`${deleted.map((r) => String(r[c]))}::text[]`))
+    const arrays = sql.join(pk.map((c) => sql`${p.deleted.map((r) => String(r[c]))}::text[]`))
     await sql`
       delete from ${sql.table(table)} where (${cols}) in (select * from unnest(${arrays}))
     `.execute(db)
     statements++
   }
-  for (const [table, { inserted }] of writes) {
-    if (!inserted.length) continue
-    const skip = schema.get(table)!.generated
-    const shapes = new Map<string, { columns: string[]; rows: Row[] }>()
-    for (const row of inserted) {
-      const columns = Object.keys(row)
-        .filter((c) => !skip.has(c) && row[c] !== undefined)
-        .sort()
-      const shape = columns.join(',')
-      let s = shapes.get(shape)
-      if (!s) shapes.set(shape, (s = { columns, rows: [] }))
-      s.rows.push(row)
-    }
-    const types = schema.get(table)!.types
-    for (const { columns, rows } of shapes.values()) {
-      // One array per column, whatever the number of rows: no per-row parameters to bind.
-      const cols = sql.join(columns.map((c) => sql.ref(c)))
-      const arrays = sql.join(
-        columns.map((c) => {
-          const values = rows.map((r) => (r[c] == null ? null : r[c]))
-          return sql`${values}::${sql.raw(`${types.get(c) ?? 'text'}[]`)}`
-        }),
+  for (const [table, p] of plans) {
+    const info = schema.get(table)!
+    for (const group of groupBy(p.updated, (u) => `${u.set.join(',')}|${u.reset.join(',')}`)) {
+      const { set, reset } = group[0]!
+      await updateRows(
+        db,
+        table,
+        info,
+        group.map((u) => u.after),
+        set,
+        reset,
+        [],
       )
+      statements++
+    }
+  }
+  for (const [table, p] of plans) {
+    const info = schema.get(table)!
+    const shapeOf = (row: Row) =>
+      Object.keys(row)
+        .filter((c) => !info.generated.has(c) && row[c] !== undefined)
+        .sort()
+    for (const rows of groupBy(p.inserted, (r) => shapeOf(r).join(','))) {
+      const columns = shapeOf(rows[0]!)
       await sql`
-        insert into ${sql.table(table)} (${cols}) select * from unnest(${arrays})
+        insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})
+        select * from unnest(${sql.join(columns.map((c) => arrayOf(info, rows, c)))})
       `.execute(db)
       statements++
     }
   }
   return statements
+}
+
+/** Sorts a table's writes into deletes, in-place updates (stepping aside first) and inserts. */
+function planTable(info: TableInfo, w: TableWrites): TablePlan {
+  const out: TablePlan = {
+    deleted: [...w.deleted],
+    stepAside: [],
+    updated: [],
+    inserted: [...w.inserted],
+  }
+  const uniqueColumns = new Set(info.unique.flat())
+  const aside = new Map<string, Row[]>()
+  for (const [before, after] of w.replaced) {
+    const set: string[] = []
+    const reset: string[] = []
+    for (const c of info.columns) {
+      if (info.generated.has(c) || info.primary.includes(c)) continue
+      const v = after[c]
+      if (v === undefined) reset.push(c)
+      else if (!same(before[c], v)) set.push(c)
+    }
+    const moving = [...set, ...reset].filter((c) => uniqueColumns.has(c))
+    if (moving.some((c) => !info.nullable.has(c))) {
+      out.deleted.push(before)
+      out.inserted.push(after)
+      continue
+    }
+    if (moving.length) {
+      const shape = moving.join(',')
+      let rows = aside.get(shape)
+      if (!rows) aside.set(shape, (rows = []))
+      rows.push(before)
+    }
+    out.updated.push({ set, reset, after })
+  }
+  for (const [shape, rows] of aside) out.stepAside.push({ rows, columns: shape.split(',') })
+  return out
+}
+
+/**
+ * One UPDATE for rows matched by primary key: `set` columns take the rows' values, `reset` ones
+ * their default, `nulled` ones null.
+ */
+async function updateRows(
+  db: Db,
+  table: string,
+  info: TableInfo,
+  rows: Row[],
+  set: string[],
+  reset: string[],
+  nulled: string[],
+): Promise<void> {
+  const pk = info.primary
+  const given = [...pk, ...set]
+  const assignments = [
+    ...set.map((c) => sql`${sql.ref(c)} = ${sql.ref(`v.${c}`)}`),
+    ...reset.map((c) => sql`${sql.ref(c)} = default`),
+    ...nulled.map((c) => sql`${sql.ref(c)} = null`),
+  ]
+  const match = sql.join(
+    pk.map((c) => sql`${sql.ref(`t.${c}`)} = ${sql.ref(`v.${c}`)}`),
+    sql` and `,
+  )
+  await sql`
+    update ${sql.table(table)} as t set ${sql.join(assignments)}
+    from unnest(${sql.join(given.map((c) => arrayOf(info, rows, c)))})
+      as v(${sql.join(given.map((c) => sql.ref(c)))})
+    where ${match}
+  `.execute(db)
+}
+
+/** A column of `rows` as one typed array parameter. */
+function arrayOf(info: TableInfo, rows: Row[], column: string): RawBuilder<unknown> {
+  const values = rows.map((r) => (r[column] == null ? null : r[column]))
+  return sql`${values}::${sql.raw(`${info.types.get(column) ?? 'text'}[]`)}`
+}
+
+const same = (a: unknown, b: unknown): boolean =>
+  a === b || (a == null && b == null) || (a != null && b != null && String(a) === String(b))
+
+function groupBy<T>(items: T[], keyOf: (item: T) => string): T[][] {
+  const groups = new Map<string, T[]>()
+  for (const item of items) {
+    const k = keyOf(item)
+    let g = groups.get(k)
+    if (!g) groups.set(k, (g = []))
+    g.push(item)
+  }
+  return [...groups.values()]
 }

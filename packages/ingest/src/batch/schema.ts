@@ -16,6 +16,8 @@ export interface TableInfo {
   primary: string[]
   /** Unique keys other than the primary key. */
   unique: string[][]
+  /** Columns that may hold null (a row moving within a unique key can step aside through null). */
+  nullable: Set<string>
 }
 
 export type SchemaInfo = Map<string, TableInfo>
@@ -28,9 +30,11 @@ export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<Schema
     udt: string
     generated: string
     expression: string | null
+    nullable: string
   }>`
     select table_name as "table", column_name as "column", data_type as "type", udt_name as "udt",
-      is_generated as "generated", generation_expression as "expression"
+      is_generated as "generated", generation_expression as "expression",
+      is_nullable as "nullable"
     from information_schema.columns where table_schema = current_schema()
     order by table_name, ordinal_position
   `.execute(db)
@@ -55,6 +59,7 @@ export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<Schema
         generated: new Map(),
         primary: [],
         unique: [],
+        nullable: new Set(),
       }
       out.set(table, t)
     }
@@ -65,6 +70,7 @@ export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<Schema
     t.columns.push(c.column)
     t.types.set(c.column, c.udt)
     if (c.type === 'json' || c.type === 'jsonb') t.json.add(c.column)
+    if (c.nullable === 'YES') t.nullable.add(c.column)
     if (c.generated === 'ALWAYS') {
       const refs = [...(c.expression ?? '').matchAll(/"(\w+)"/g)].map((m) => m[1]!)
       if (!/^\s*LEAST\(/i.test(c.expression ?? '') || refs.length !== 2) {

@@ -14,6 +14,16 @@ import type { SchemaInfo, TableInfo } from './schema.ts'
 export type Value = string | number | boolean | null
 export type Row = Record<string, unknown>
 export type Where = Record<string, Value>
+/**
+ * A batch's net writes per table: rows it removed, rows it added, and rows whose key it kept
+ * but whose columns it changed (before, after).
+ */
+export interface TableWrites {
+  deleted: Row[]
+  inserted: Row[]
+  replaced: [Row, Row][]
+}
+export type Writes = Map<string, TableWrites>
 
 const SEP = '\u0001'
 
@@ -283,25 +293,28 @@ export class BatchState {
   }
 
   /**
-   * The batch's net writes per table: rows to delete (by primary key) and rows to insert, from
-   * comparing each changed key's row before the batch with its row now. An unchanged row (written
-   * back as it was) is neither.
+   * The batch's net writes per table, from comparing each changed key's row before the batch
+   * with its row now: removed, added, or replaced in place. A row written back as it was is none.
    */
-  writes(): Map<string, { deleted: Row[]; inserted: Row[] }> {
-    const out = new Map<string, { deleted: Row[]; inserted: Row[] }>()
+  writes(): Writes {
+    const out: Writes = new Map()
     for (const [table, changed] of this.overlay) {
       const known = this.base.get(table)
       const under = this.below?.overlay.get(table)
       const deleted: Row[] = []
       const inserted: Row[] = []
+      const replaced: [Row, Row][] = []
       for (const [key, now] of changed) {
         const before = under?.has(key) ? under.get(key) : known?.get(key)
         if (before === undefined) throw new Error(`${table} ${key} written but never read`)
-        if (before && now && !differs(before, now)) continue
-        if (before) deleted.push(before)
-        if (now) inserted.push(now)
+        if (before && now) {
+          if (differs(before, now)) replaced.push([before, now])
+        } else if (before) deleted.push(before)
+        else if (now) inserted.push(now)
       }
-      if (deleted.length || inserted.length) out.set(table, { deleted, inserted })
+      if (deleted.length || inserted.length || replaced.length) {
+        out.set(table, { deleted, inserted, replaced })
+      }
     }
     return out
   }
