@@ -12,6 +12,8 @@
 //   BENCH_VERIFY   1: ours checks every commit's signature and MST proofs (the stock trusts the
 //     relay either way)
 //   BENCH_SIDES    "stock,openplane" (default) or one of them
+//   BENCH_DECODE_WORKERS  our decode threads (default 1, the dataplane's default on two cores)
+//   BENCH_FLOOR    0: skip the Postgres floor (the rows ours ended with, stored again alone)
 //   BENCH_STOCK_INFLIGHT  events the stock may have received and not yet handled (default 10000);
 //     it has no backpressure of its own (see pacing-relay.ts)
 //   BENCH_KEEP_SCHEMAS  keep both schemas for inspection (dropped by default)
@@ -31,6 +33,7 @@ import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
 import { startPacingRelay } from './pacing-relay.ts'
+import { postgresFloor } from './pg-floor.ts'
 import { classifyStockRaces } from './stock-races.ts'
 
 type Runner = { trackEvent: (...args: unknown[]) => Promise<void> }
@@ -39,6 +42,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
 const BATCH = Number(process.env.BENCH_BATCH ?? 2000)
+const DECODE_WORKERS = Number(process.env.BENCH_DECODE_WORKERS ?? 1)
 const VERIFY = process.env.BENCH_VERIFY === '1'
 const STOCK_INFLIGHT = Number(process.env.BENCH_STOCK_INFLIGHT ?? 10_000)
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
@@ -208,12 +212,15 @@ try {
     const pre = createPgDb({ url: PG_URL, schema })
     await migrateToLatest(pre)
     await pre.close()
-    log(`openplane: indexing (batches of ${BATCH}${VERIFY ? ', verifying commits' : ''})…`)
+    log(
+      `openplane: indexing (batches of ${BATCH}, ${DECODE_WORKERS} decode workers` +
+        `${VERIFY ? ', verifying commits' : ''})…`,
+    )
     results.push(
       await measure(OURS, schema, async (elapsed) => {
         const ours = await startIndexerOn(
           { source: wsUrl, plcUrl: httpUrl, testPdsUrl: httpUrl, headSeq: async () => head },
-          { batchSize: BATCH, schema, verify: VERIFY },
+          { batchSize: BATCH, schema, verify: VERIFY, decodeWorkers: DECODE_WORKERS },
         )
         const progress = progressEvery('openplane', schema, elapsed)
         await ours.catchUp()
@@ -237,6 +244,17 @@ try {
   }
   const ours = results.find((r) => r.name === OURS)
   if (ours) console.log(`\n${await stageProfile()}`)
+  if (ours && process.env.BENCH_FLOOR !== '0') {
+    const floor = await postgresFloor(ours.schema, INDEXED_TABLES, postgresCpu)
+    const perEvent = floor.pgCpu / summary.frames
+    console.log(
+      `\npostgres floor: the ${floor.rows} rows openplane ended with, stored again alone ` +
+        `(insert … select, stock indexes): ${floor.seconds.toFixed(1)} s, ` +
+        `${floor.pgCpu.toFixed(1)} s of Postgres CPU = ${(perEvent * 1000).toFixed(3)} ms/event ` +
+        `(openplane's run: ${((ours.pgCpu / summary.frames) * 1000).toFixed(3)}); ` +
+        `10,000 ev/s would need ${(perEvent * 10_000).toFixed(2)} cores of Postgres for that alone`,
+    )
+  }
   const stock = results.find((r) => r.name !== OURS)
   if (stock && ours) {
     const diffs = await tableDiffs(stock.schema, ours.schema, INDEXED_TABLES)

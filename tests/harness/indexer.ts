@@ -31,17 +31,24 @@ export interface IndexerTarget {
 
 export async function startIndexerOn(
   target: IndexerTarget,
-  opts: { schema?: string; batchSize?: number; verify?: boolean; headProbeMs?: number } = {},
+  opts: {
+    schema?: string
+    batchSize?: number
+    verify?: boolean
+    headProbeMs?: number
+    decodeWorkers?: number
+  } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
   const db = createPgDb({ url: PG_URL, schema, poolSize: 4 })
   await migrateToLatest(db)
-  const identity = createIdentity({
+  const identityOptions = {
     plcUrl: target.plcUrl,
     allowPrivateNetwork: true,
     timeoutMs: 1000,
     testHandles: target.testPdsUrl ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl } : undefined,
-  })
+  }
+  const identity = createIdentity(identityOptions)
   const deps = writerDeps(identity, 1000)
   const writer = new Writer(db.db, deps)
   const prefetch = new IdentityPrefetch(db.db, deps)
@@ -51,6 +58,9 @@ export async function startIndexerOn(
     writer,
     idResolver: identity.idResolver,
     verify: opts.verify ?? false,
+    // Frames decode on a worker, as the dataplane runs by default.
+    decodeWorkers: opts.decodeWorkers ?? 1,
+    identity: identityOptions,
     batchSize: opts.batchSize ?? 100,
     batchWaitMs: 5,
     initialCursor: 0,

@@ -1,5 +1,7 @@
 // Configuration from the environment, validated up front: a bad value stops the process with a
 // message naming the variable instead of surfacing later as a confusing failure.
+import { availableParallelism } from 'node:os'
+
 export interface Config {
   host: string
   port: number
@@ -13,6 +15,8 @@ export interface Config {
   indexer: boolean
   firehoseUrls: string[]
   verifyCommits: boolean
+  /** Threads decoding and checking firehose frames beside the writer's. */
+  decodeWorkers: number
   initialCursor?: number
   batchSize: number
   batchWaitMs: number
@@ -174,6 +178,14 @@ export function readConfig(env: Env = process.env): Config {
     timelines: timelines(env, graph),
     firehoseUrls,
     verifyCommits: bool(env, 'DATAPLANE_VERIFY_COMMITS', false),
+    // One core stays with the writer's thread.
+    decodeWorkers: int(
+      env,
+      'DATAPLANE_DECODE_WORKERS',
+      Math.min(4, Math.max(1, availableParallelism() - 1)),
+      0,
+      64,
+    ),
     initialCursor: env.DATAPLANE_FIREHOSE_CURSOR?.trim()
       ? int(env, 'DATAPLANE_FIREHOSE_CURSOR', 0, 0, Number.MAX_SAFE_INTEGER)
       : undefined,

@@ -34,11 +34,12 @@ export interface Running {
 
 export async function start(config: Config): Promise<Running> {
   const db = await openDatabase(config)
-  const identity = createIdentity({
+  const identityOptions = {
     plcUrl: config.plcUrl,
     allowPrivateNetwork: config.allowPrivateNetwork,
     testHandles: config.testHandles,
-  })
+  }
+  const identity = createIdentity(identityOptions)
   const fast = config.graph ? await startFanOut(config, db) : undefined
   const indexers: Indexer[] = []
   let prefetch: IdentityPrefetch | undefined
@@ -54,6 +55,8 @@ export async function start(config: Config): Promise<Running> {
         writer,
         idResolver: identity.idResolver,
         verify: config.verifyCommits,
+        decodeWorkers: config.decodeWorkers,
+        identity: identityOptions,
         batchSize: config.batchSize,
         batchWaitMs: config.batchWaitMs,
         initialCursor: config.initialCursor,

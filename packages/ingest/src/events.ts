@@ -9,6 +9,11 @@ export interface CommitOp {
   cid?: string
   /** The decoded record (create/update). */
   record?: unknown
+  /**
+   * The record's lexicon and stock-rule check, done where the frame was decoded: its JSON when
+   * valid, the reason when not (the record is then left out). Absent: not checked there.
+   */
+  checked?: { json: string } | { invalid: string }
 }
 
 interface Base {

@@ -1,5 +1,6 @@
 export type { CommitOp, IngestEvent } from './events.ts'
 export { decodeFrame, type FrameResult } from './frames.ts'
+export { decodeChecked } from './decoder.ts'
 export { Indexer, type IndexerOptions, type IndexerState } from './indexer.ts'
 export { Writer, type CommitListener, type WriterDeps } from './writer.ts'
 export { writerDeps } from './deps.ts'

@@ -3,14 +3,15 @@
 import type { Kysely } from 'kysely'
 import type { IdResolver } from '@atproto/identity'
 import type { DatabaseSchema } from '@openplane/db'
+import type { IdentityOptions } from '@openplane/identity'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
-import { decodeFrame } from './frames.ts'
+import { createDecoder, type FrameDecoder } from './decoder.ts'
+import type { FrameResult } from './frames.ts'
 import { HeadProbe } from './head-probe.ts'
 import type { IdentityPrefetch } from './identity-prefetch.ts'
 import { FirehoseSource } from './source.ts'
 import type { Writer } from './writer.ts'
-import { stageSeconds } from './stages.ts'
 
 const log = childLogger('indexer')
 const frames = counter('openplane_firehose_frames_total', 'Firehose frames by outcome', ['outcome'])
@@ -41,6 +42,10 @@ export interface IndexerOptions {
   writer: Writer
   idResolver: IdResolver
   verify: boolean
+  /** Threads that decode and check frames beside the writer's (default 0: on its thread). */
+  decodeWorkers?: number
+  /** How decode workers resolve keys when verifying. */
+  identity?: IdentityOptions
   batchSize: number
   batchWaitMs: number
   /** Where to start when no cursor is stored for this source (default: the live tip). */
@@ -71,6 +76,7 @@ export class Indexer {
   private readonly opts: IndexerOptions
   private readonly firehose: FirehoseSource
   private readonly probe: HeadProbe | undefined
+  private readonly decoder: FrameDecoder
   private pending: IngestEvent[] = []
   /** Seq of the last frame taken off the wire; the reconnect cursor. */
   private readSeq: number | undefined
@@ -95,6 +101,12 @@ export class Indexer {
       isFull: () => this.queued + this.pending.length >= opts.batchSize * 4,
       onConnectionChange: (c) => (this.connected = c),
     })
+    this.decoder = createDecoder({
+      verify: opts.verify,
+      idResolver: opts.idResolver,
+      workers: opts.decodeWorkers ?? 0,
+      identity: opts.identity,
+    })
     const every = opts.headProbeMs ?? 30_000
     this.probe = every > 0 ? new HeadProbe(opts.source, every) : undefined
   }
@@ -118,6 +130,7 @@ export class Indexer {
     this.firehose.stop()
     clearTimeout(this.timer)
     await this.decoding
+    await this.decoder.stop()
     await this.flush()
   }
 
@@ -148,11 +161,13 @@ export class Indexer {
   }
 
   private onFrame(bytes: Uint8Array): void {
-    // Decode in arrival order; decoding is async (CAR parsing) but must not reorder events.
+    // Frames decode in parallel (on workers) but are taken in arrival order.
     this.queued++
+    const decoded = this.decoder.decode(bytes)
     this.decoding = this.decoding
-      .then(() => this.decode(bytes))
-      // A failure here must not break the chain: later frames still need decoding.
+      .then(() => decoded)
+      .then((res) => this.take(res))
+      // A failure here must not break the chain: later frames still need taking.
       .catch((err: unknown) => log.error({ err }, 'frame handling failed'))
       .finally(() => {
         this.queued--
@@ -160,13 +175,7 @@ export class Indexer {
       })
   }
 
-  private async decode(bytes: Uint8Array): Promise<void> {
-    const started = performance.now()
-    const res = await decodeFrame(bytes, {
-      verify: this.opts.verify,
-      idResolver: this.opts.idResolver,
-    })
-    stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
+  private take(res: FrameResult): void {
     if (res.kind === 'event') {
       frames.inc({ outcome: 'event' })
       if (res.dropped) {

@@ -6,7 +6,7 @@ import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { Celebrities, FanOut, HomeTimelines, type FeedSource } from '@openplane/fanout'
 import { Graph } from '@openplane/graph'
 import { createIdentity, type Identity } from '@openplane/identity'
-import { decodeFrame, Writer, writerDeps, type IngestEvent } from '@openplane/ingest'
+import { decodeChecked, Writer, writerDeps, type IngestEvent } from '@openplane/ingest'
 import { followedItems, ownItems } from '@openplane/server'
 import { MemoryTimelineStore } from '@openplane/timelines'
 import { PG_URL, uniqueName } from '../env.ts'
@@ -83,7 +83,8 @@ export class OurIndexerUnderTest {
 
     const events: IngestEvent[] = []
     for (const f of enc.frames) {
-      const res = await decodeFrame(f.bytes, {
+      // Decoded and checked as the dataplane's decode workers do.
+      const res = await decodeChecked(f.bytes, {
         verify: false,
         idResolver: this.identity.idResolver,
       })

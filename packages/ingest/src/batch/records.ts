@@ -23,8 +23,12 @@ function deletePrimary(plan: Plan, plugin: AnyPlugin, uri: string): Row | null {
   return plan.state.delete(plugin.table!, { uri })[0] ?? null
 }
 
-/** A record's JSON, written once however many passes plan it. */
+/** A record's JSON, written once however many passes plan it (or where it was decoded). */
 const jsonCache = new WeakMap<object, string>()
+
+export function rememberJson(rec: unknown, json: string): void {
+  if (rec && typeof rec === 'object') jsonCache.set(rec, json)
+}
 function jsonOf(rec: unknown): string {
   if (!rec || typeof rec !== 'object') return lexStringify(rec as LexValue)
   let json = jsonCache.get(rec)

@@ -1,12 +1,13 @@
 // A batch's events as planning steps, in firehose order: a handle to write, each record op of a
 // commit, the repo's last commit, an account's upstream status. Each step counts its outcome into
 // the plan, so a step undone leaves no count behind.
-import { InvalidRecordError, pluginFor, parseRecord, type RecordRef } from '@openplane/plugins'
+import { InvalidRecordError, pluginFor, parseRecord } from '@openplane/plugins'
+import { refOf } from '../checks.ts'
 import { childLogger, counter } from '@openplane/telemetry'
 import type { CommitOp, IngestEvent } from '../events.ts'
 import type { Plan } from './plan.ts'
 import type { Step } from './planner.ts'
-import { createRecord, deleteRecord, updateRecord } from './records.ts'
+import { createRecord, deleteRecord, rememberJson, updateRecord } from './records.ts'
 import type { BatchState } from './state.ts'
 
 const log = childLogger('writer')
@@ -150,21 +151,16 @@ function opStep(evt: Commit, op: CommitOp): Step {
         plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
         return
       }
-      const ref: RecordRef = {
-        uri,
-        did: evt.did,
-        collection: op.collection,
-        rkey: op.rkey,
-        cid: op.cid ?? '',
-        indexedAt: evt.time,
-      }
+      const ref = refOf(evt, op)
       try {
-        // Parsed once: planning may run the step again, on later passes.
-        parsed ??= parseOnce(() => {
-          const rec = plugin.parse(op.record)
-          plugin.check?.(ref, rec)
-          return rec
-        })
+        // Checked once, where the frame was decoded or here: planning may run the step again.
+        parsed ??= op.checked
+          ? checkedAtDecode(op.record, op.checked)
+          : parseOnce(() => {
+              const rec = plugin.parse(op.record)
+              plugin.check?.(ref, rec)
+              return rec
+            })
         if ('err' in parsed) throw parsed.err
         const rec = parsed.rec
         if (op.action === 'create') createRecord(plan, plugin, ref, rec)
@@ -187,6 +183,15 @@ function opStep(evt: Commit, op: CommitOp): Step {
       plan.later.push(() => log.error({ err, uri }, 'record skipped'))
     },
   }
+}
+
+function checkedAtDecode(
+  record: unknown,
+  checked: NonNullable<CommitOp['checked']>,
+): { rec: unknown } | { err: unknown } {
+  if ('invalid' in checked) return { err: new InvalidRecordError(checked.invalid) }
+  rememberJson(record, checked.json)
+  return { rec: record }
 }
 
 function parseOnce(parse: () => unknown): { rec: unknown } | { err: unknown } {

@@ -1,0 +1,41 @@
+// The record checks that need nothing but the record (the lexicon, the stock's rules on the
+// record and its place), run where the frame is decoded so that the writer's thread only plans.
+import { lexStringify } from '@atproto/lex-json'
+import { InvalidRecordError, pluginFor, type RecordRef } from '@openplane/plugins'
+import type { CommitOp, IngestEvent } from './events.ts'
+
+type LexValue = Parameters<typeof lexStringify>[0]
+type Commit = Extract<IngestEvent, { type: 'commit' }>
+
+export function refOf(evt: Commit, op: CommitOp): RecordRef {
+  return {
+    uri: `at://${evt.did}/${op.collection}/${op.rkey}`,
+    did: evt.did,
+    collection: op.collection,
+    rkey: op.rkey,
+    cid: op.cid ?? '',
+    indexedAt: evt.time,
+  }
+}
+
+/**
+ * Marks each created or updated record of a commit valid (with its JSON) or invalid (with the
+ * reason, record dropped). A check that fails otherwise than by refusing the record leaves the
+ * op unmarked: the writer checks it again and reports that failure itself.
+ */
+export function checkRecords(evt: Commit): void {
+  for (const op of evt.ops) {
+    if (op.action === 'delete') continue
+    const plugin = pluginFor(op.collection)
+    if (!plugin) continue
+    try {
+      const rec = plugin.parse(op.record)
+      plugin.check?.(refOf(evt, op), rec)
+      op.checked = { json: lexStringify(rec as LexValue) }
+    } catch (err) {
+      if (!(err instanceof InvalidRecordError)) continue
+      op.checked = { invalid: err.message }
+      delete op.record
+    }
+  }
+}
