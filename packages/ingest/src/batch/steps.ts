@@ -2,8 +2,8 @@
 // commit, the repo's last commit, an account's upstream status. Each step counts its outcome into
 // the plan, so a step undone leaves no count behind.
 import { InvalidRecordError, pluginFor, parseRecord } from '@openplane/plugins'
-import { refOf } from '../checks.ts'
 import { childLogger, counter } from '@openplane/telemetry'
+import { refOf } from '../checks.ts'
 import type { CommitOp, IngestEvent } from '../events.ts'
 import type { Plan } from './plan.ts'
 import type { Step } from './planner.ts'
