@@ -13,6 +13,14 @@ export interface Step {
 
 /** A bound on passes: each loads new keys, so only a bug could need more. */
 const MAX_PASSES = 1000
+/**
+ * Steps planned between two yields to the event loop. A pass over a full batch takes tens of
+ * milliseconds of this thread; the batch before it is being written meanwhile, and each of its
+ * statements waits for this thread to read Postgres' answer and send the next one. Yielding
+ * lets the write go on beside the plan instead of after it.
+ */
+const STEPS_PER_SLICE = 200
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
 /** Plans the steps; returns the number of passes (1 + loads). */
 export async function planSteps(plan: Plan, steps: Step[]): Promise<number> {
@@ -22,6 +30,7 @@ export async function planSteps(plan: Plan, steps: Step[]): Promise<number> {
     let first = -1
     let firstMark = plan.mark()
     for (let i = resume; i < steps.length; i++) {
+      if ((i - resume) % STEPS_PER_SLICE === STEPS_PER_SLICE - 1) await yieldToLoop()
       const mark = plan.mark()
       const misses = plan.state.missCount
       let failure: { err: unknown } | undefined
