@@ -4,6 +4,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import type { Worker } from 'node:worker_threads'
 import { IdResolver } from '@atproto/identity'
 import { lexStringify } from '@atproto/lex-json'
 import { CorpusReader, parseFirehoseParams, recordFirehose } from '@openplane/sim'
@@ -64,5 +65,37 @@ describe('frame decoding on worker threads', () => {
     expect(
       ops.some((op) => op.checked && 'json' in op.checked && op.checked.json.includes('$link')),
     ).toBe(true)
+  })
+  it('loses no frame when workers die: they are replaced, then given up for this thread', async () => {
+    const idResolver = new IdResolver({})
+    const here = createDecoder({ verify: false, idResolver, workers: 0 })
+    decoders.push(here)
+    const expected = (await Promise.all(frames.map((f) => here.decode(f)))).map(comparable)
+    const started: Worker[] = []
+    const track = (w: Worker) => started.push(w)
+    process.on('worker', track)
+    try {
+      const workers = createDecoder({ verify: false, idResolver, workers: 1 })
+      decoders.push(workers)
+      // A worker killed with frames in flight (64 a message, sent before it can answer): its
+      // replacement decodes them again.
+      while (!started.length) await new Promise((r) => setTimeout(r, 5))
+      const first = Promise.all(frames.map((f) => workers.decode(f)))
+      void started[0]!.terminate()
+      expect((await first).map(comparable)).toEqual(expected)
+      expect(started.length).toBe(2)
+      // Workers that keep dying are given up: decoding goes on, on this thread.
+      const second = Promise.all(frames.map((f) => workers.decode(f)))
+      for (let i = 1; i <= 6; i++) {
+        await new Promise((r) => setTimeout(r, 5))
+        await started[i]?.terminate()
+      }
+      expect((await second).map(comparable)).toEqual(expected)
+      const third = await Promise.all(frames.slice(0, 50).map((f) => workers.decode(f)))
+      expect(third.map(comparable)).toEqual(expected.slice(0, 50))
+      expect(started.length).toBeLessThanOrEqual(7)
+    } finally {
+      process.off('worker', track)
+    }
   })
 })

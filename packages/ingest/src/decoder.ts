@@ -2,8 +2,8 @@
 // frame and CAR decoding, block hashing, signature checks (verify mode) and the record checks run
 // beside it. Results come back in the order frames arrived (each caller awaits its own promise;
 // the indexer chains them). A worker that dies is replaced and its frames are decoded again; a
-// batch of frames that kills workers twice is decoded on this thread instead, so no frame is
-// ever lost to a worker.
+// batch of frames that kills workers twice is decoded on this thread instead, and workers that
+// keep dying are given up for this thread, so no frame is ever lost to a worker.
 import { Worker } from 'node:worker_threads'
 import type { IdResolver } from '@atproto/identity'
 import { decodeCid } from '@atproto/lex-data'
@@ -101,6 +101,8 @@ interface Slot {
 
 /** Frames gathered into one message: enough to pay for the hop, few enough to keep order flowing. */
 const PER_MESSAGE = 64
+/** Worker exits within ten seconds after which workers are given up. */
+const MAX_DEATHS = 5
 
 class WorkerDecoder implements FrameDecoder {
   private readonly slots: Slot[] = []
@@ -110,6 +112,9 @@ class WorkerDecoder implements FrameDecoder {
   private scheduled = false
   private nextId = 0
   private stopped = false
+  /** When workers exited lately; too many and decoding stays on this thread. */
+  private deaths: number[] = []
+  private here = false
 
   constructor(workers: number, setup: WorkerSetup, frameOpts: FrameOptions) {
     this.setup = setup
@@ -118,6 +123,7 @@ class WorkerDecoder implements FrameDecoder {
   }
 
   decode(bytes: Uint8Array): Promise<FrameResult> {
+    if (this.here) return decodeChecked(bytes, this.frameOpts)
     return new Promise((resolve) => {
       this.queue.push({ resolve, bytes })
       if (this.queue.length >= PER_MESSAGE) this.send()
@@ -147,8 +153,10 @@ class WorkerDecoder implements FrameDecoder {
       bytes.set(w.bytes, at)
       ends.push((at += w.bytes.length))
     }
+    const sent: Sent = { request: { id: this.nextId++, bytes, ends }, waiting, tries: 0 }
+    if (this.here || !this.slots.length) return void this.decodeHere(sent)
     const slot = this.slots.reduce((a, b) => (b.frames < a.frames ? b : a))
-    this.post(slot, { request: { id: this.nextId++, bytes, ends }, waiting, tries: 0 })
+    this.post(slot, sent)
   }
 
   private post(slot: Slot, sent: Sent): void {
@@ -174,9 +182,20 @@ class WorkerDecoder implements FrameDecoder {
     worker.on('exit', (code) => {
       if (this.stopped) return
       restarts.inc()
+      const now = Date.now()
+      this.deaths = [...this.deaths.filter((t) => now - t < 10_000), now]
+      this.slots.splice(this.slots.indexOf(slot), 1)
+      // Workers that cannot stay up (a broken install, no memory for them) must not be
+      // respawned in a hot loop: decoding falls back to this thread, slower but complete.
+      if (this.deaths.length > MAX_DEATHS) {
+        log.error({ code }, 'decode workers keep exiting; decoding on the writer thread')
+        this.here = true
+        for (const sent of slot.sent.values()) void this.decodeHere(sent)
+        return
+      }
       log.error({ code, inFlight: slot.frames }, 'decode worker exited; replacing it')
       const replacement = this.spawn()
-      this.slots[this.slots.indexOf(slot)] = replacement
+      this.slots.push(replacement)
       for (const sent of slot.sent.values()) {
         if (++sent.tries >= 2) void this.decodeHere(sent)
         else this.post(replacement, sent)
