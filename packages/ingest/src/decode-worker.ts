@@ -1,18 +1,15 @@
 // A decode worker: frames in, checked events out, in the order given (see decoder.ts).
 import { parentPort, workerData } from 'node:worker_threads'
 import type { IdResolver } from '@atproto/identity'
-import {
-  decodeChecked,
-  workerIdentity,
-  type WorkerReply,
-  type WorkerRequest,
-  type WorkerSetup,
-} from './decoder.ts'
+import { createIdentity } from '@openplane/identity'
+import { decodeChecked, type WorkerReply, type WorkerRequest, type WorkerSetup } from './decoder.ts'
 import type { FrameResult } from './frames.ts'
 
 const setup = workerData as WorkerSetup
 // Without verification the resolver is never asked.
-const idResolver = workerIdentity(setup) ?? (undefined as unknown as IdResolver)
+const idResolver = setup.identity
+  ? createIdentity(setup.identity).idResolver
+  : (undefined as unknown as IdResolver)
 const opts = { verify: setup.verify, idResolver }
 
 // One message at a time: in verifying mode decoding awaits key lookups, and interleaved messages

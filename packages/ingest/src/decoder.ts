@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads'
 import type { IdResolver } from '@atproto/identity'
 import { decodeCid } from '@atproto/lex-data'
-import { createIdentity, type IdentityOptions } from '@openplane/identity'
+import type { IdentityOptions } from '@openplane/identity'
 import { childLogger, counter } from '@openplane/telemetry'
 import { checkRecords } from './checks.ts'
 import { decodeFrame, type FrameOptions, type FrameResult } from './frames.ts'
@@ -234,9 +234,4 @@ function reviveCids(value: unknown): unknown {
   if (bytes instanceof Uint8Array && bytes === obj.bytes) return decodeCid(bytes)
   for (const k of Object.keys(obj)) obj[k] = reviveCids(obj[k])
   return value
-}
-
-/** The identity a worker resolves keys with (verify mode). */
-export function workerIdentity(setup: WorkerSetup): IdResolver | undefined {
-  return setup.identity ? createIdentity(setup.identity).idResolver : undefined
 }

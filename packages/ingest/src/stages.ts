@@ -1,4 +1,4 @@
-// Time per ingest stage, shared by the decoder (indexer.ts) and the batch writer (batch/run.ts).
+// Time per ingest stage, shared by the frame decoder (decoder.ts) and the batch writer (batch/run.ts).
 import { counter } from '@openplane/telemetry'
 
 export const stageSeconds = counter(

@@ -11,7 +11,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { SchemaInfo, TableInfo } from './schema.ts'
-import type { Row, TableWrites, Writes } from './state.ts'
+import { sameValue, type Row, type TableWrites, type Writes } from './state.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -97,7 +97,7 @@ function planTable(info: TableInfo, w: TableWrites): TablePlan {
     inserted: [...w.inserted],
   }
   const uniqueColumns = new Set(info.unique.flat())
-  const aside = new Map<string, Row[]>()
+  const aside: { row: Row; columns: string[] }[] = []
   for (const [before, after] of w.replaced) {
     const set: string[] = []
     const reset: string[] = []
@@ -105,7 +105,7 @@ function planTable(info: TableInfo, w: TableWrites): TablePlan {
       if (info.generated.has(c) || info.primary.includes(c)) continue
       const v = after[c]
       if (v === undefined) reset.push(c)
-      else if (!same(before[c], v)) set.push(c)
+      else if (!sameValue(before[c], v)) set.push(c)
     }
     const moving = [...set, ...reset].filter((c) => uniqueColumns.has(c))
     if (moving.some((c) => !info.nullable.has(c))) {
@@ -113,15 +113,12 @@ function planTable(info: TableInfo, w: TableWrites): TablePlan {
       out.inserted.push(after)
       continue
     }
-    if (moving.length) {
-      const shape = moving.join(',')
-      let rows = aside.get(shape)
-      if (!rows) aside.set(shape, (rows = []))
-      rows.push(before)
-    }
+    if (moving.length) aside.push({ row: before, columns: moving })
     out.updated.push({ set, reset, after })
   }
-  for (const [shape, rows] of aside) out.stepAside.push({ rows, columns: shape.split(',') })
+  for (const group of groupBy(aside, (a) => a.columns.join(','))) {
+    out.stepAside.push({ rows: group.map((a) => a.row), columns: group[0]!.columns })
+  }
   return out
 }
 
@@ -162,9 +159,6 @@ function arrayOf(info: TableInfo, rows: Row[], column: string): RawBuilder<unkno
   const values = rows.map((r) => (r[column] == null ? null : r[column]))
   return sql`${values}::${sql.raw(`${info.types.get(column) ?? 'text'}[]`)}`
 }
-
-const same = (a: unknown, b: unknown): boolean =>
-  a === b || (a == null && b == null) || (a != null && b != null && String(a) === String(b))
 
 function groupBy<T>(items: T[], keyOf: (item: T) => string): T[][] {
   const groups = new Map<string, T[]>()

@@ -433,13 +433,14 @@ export class BatchState {
   }
 }
 
+/** Whether two column values are the same as Postgres stores them (null and absent alike). */
+export function sameValue(a: unknown, b: unknown): boolean {
+  return a === b || (a == null && b == null) || (a != null && b != null && String(a) === String(b))
+}
+
 /** Whether `now` differs from `before` in any column it has (planned rows may leave defaults out). */
 function differs(before: Row, now: Row): boolean {
-  for (const [c, v] of Object.entries(now)) {
-    const b = before[c]
-    if (b === v || (b == null && v == null)) continue
-    if (String(b) !== String(v)) return true
-  }
+  for (const [c, v] of Object.entries(now)) if (!sameValue(before[c], v)) return true
   return false
 }
 

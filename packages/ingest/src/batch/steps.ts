@@ -134,7 +134,8 @@ function setUpstreamStatus(state: BatchState, did: string, upstreamStatus: strin
 }
 
 function opStep(evt: Commit, op: CommitOp): Step {
-  const uri = `at://${evt.did}/${op.collection}/${op.rkey}`
+  const ref = refOf(evt, op)
+  const uri = ref.uri
   const plugin = pluginFor(op.collection)
   const label = { collection: op.collection, action: op.action }
   let parsed: { rec: unknown } | { err: unknown } | undefined
@@ -151,7 +152,6 @@ function opStep(evt: Commit, op: CommitOp): Step {
         plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
         return
       }
-      const ref = refOf(evt, op)
       try {
         // Checked once, where the frame was decoded or here: planning may run the step again.
         parsed ??= op.checked
