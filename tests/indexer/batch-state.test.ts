@@ -219,4 +219,36 @@ describe('batch state', () => {
       .executeTakeFirstOrThrow()
     expect(row).toEqual({ cid: 'bafynew', via: null, viaCid: null })
   })
+
+  it('loads a thread above a post in one query, and knows a missing ancestor absent', async () => {
+    // p23 replies to p22, which replies to p21, which replies to p20: deleted, never stored.
+    const postRow = (n: number, parent: number | null) => ({
+      uri: post(n),
+      cid: `bafypost${n}`,
+      creator: B,
+      text: '',
+      replyRoot: parent === null ? null : post(20),
+      replyParent: parent === null ? null : post(parent),
+      createdAt: '2026-01-05T12:00:00.000Z',
+      indexedAt: '2026-01-05T12:00:00.000Z',
+    })
+    await db.db
+      .insertInto('post')
+      .values([postRow(21, 20), postRow(22, 21), postRow(23, 22)])
+      .execute()
+    const state = new BatchState(db.db, info)
+    const walked: string[] = []
+    const passes = await plan(state, () => {
+      walked.length = 0
+      let at = state.first('post', { uri: post(23) })
+      while (at) {
+        walked.push(at.uri as string)
+        at = at.replyParent ? state.first('post', { uri: at.replyParent as string }) : undefined
+      }
+    })
+    expect(walked).toEqual([post(23), post(22), post(21)])
+    // One load: the ancestors came with the post, and the deleted root needed no query of its own.
+    expect(passes).toBe(2)
+    expect(state.queries).toBe(1)
+  })
 })

@@ -135,4 +135,10 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
   }
   /** On delete, re-index the oldest duplicate in its place (default true). */
   promoteDuplicateOnDelete?: boolean
+  /**
+   * The rows onDelete reads of the row at `uri` (its embeds, say). The writer reads them before it
+   * knows whether that row exists, so the batch loads them with its first reads instead of in a
+   * planning pass of their own.
+   */
+  readsOnDelete?(uri: string): { table: TableName; where: Partial<Record<string, string>> }[]
 }

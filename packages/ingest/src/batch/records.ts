@@ -6,7 +6,7 @@
 import { lexParse, lexStringify } from '@atproto/lex-json'
 import type { RecordPlugin, RecordRef, Reader, TableName } from '@openplane/plugins'
 import type { Plan } from './plan.ts'
-import type { Row } from './state.ts'
+import type { Row, Where } from './state.ts'
 
 type LexValue = Parameters<typeof lexStringify>[0]
 type AnyPlugin = RecordPlugin<unknown, TableName>
@@ -19,7 +19,14 @@ function insertPrimary(plan: Plan, plugin: AnyPlugin, ref: RecordRef, rec: unkno
   return plan.state.insertIfFree(plugin.table!, values as Row)
 }
 
+/**
+ * Deletes the primary row at `uri`. What onDelete reads is read first, whether or not the row
+ * exists: otherwise those keys are learnt only once the row is loaded, and every delete in the
+ * batch costs a planning pass more.
+ */
 function deletePrimary(plan: Plan, plugin: AnyPlugin, uri: string): Row | null {
+  for (const { table, where } of plugin.readsOnDelete?.(uri) ?? [])
+    plan.state.rows(table, where as Where)
   return plan.state.delete(plugin.table!, { uri })[0] ?? null
 }
 
@@ -48,6 +55,9 @@ export function createRecord(plan: Plan, plugin: AnyPlugin, ref: RecordRef, rec:
   const state = plan.state
   state.insertIfFree('record', recordRow(ref, rec))
   if (!plugin.table) return
+  // Where the record may turn out a duplicate, its duplicate_record key is read up front (see
+  // deletePrimary): a batch of likes then loads it with the first reads.
+  if (plugin.findDuplicate) state.rows('duplicate_record', { uri: ref.uri })
   const inserted = insertPrimary(plan, plugin, ref, rec)
   plan.applyRows(plugin.unconditional?.create(ref, rec))
   if (inserted) {
@@ -112,13 +122,16 @@ export function deleteRecord(
   state.delete('record', { uri })
   state.delete('duplicate_record', { uri })
   if (!plugin.table) return
+  const promote = plugin.promoteDuplicateOnDelete !== false
+  // Read before the row is known, like deletePrimary's reads.
+  if (promote) state.rows('duplicate_record', { duplicateOf: uri })
   const deleted = deletePrimary(plan, plugin, uri)
   if (plugin.unconditional) plan.apply(plugin.unconditional.delete(reader(plan), uri))
   if (!deleted) return
   let promoted: Row | null = null
   let promotedRef: RecordRef | undefined
   let promotedRec: unknown
-  if (plugin.promoteDuplicateOnDelete !== false) {
+  if (promote) {
     const found = oldestDuplicate(plan, uri)
     promotedRec = found ? tryParse(parse, plugin.collection, String(found.json)) : undefined
     if (found && promotedRec !== undefined) {

@@ -30,11 +30,14 @@ const SEP = '\u0001'
 /**
  * Rows that point to others a plan walks one by one (a reply to its parent, up a thread): loading
  * such a row by key loads the chain above it too, to this depth, in the same query, so a thread
- * walk costs one pass instead of one per level.
+ * walk costs one pass instead of one per level. A link the query found no row for (a deleted
+ * parent) is known absent from then on, so the walk stops there without a pass of its own.
  */
 const CHAINS: Record<string, { column: string; depth: number }> = {
   post: { column: 'replyParent', depth: 6 },
 }
+/** The column a chain load adds to each row: how far above a requested row it was found. */
+const DEPTH = '__chainDepth'
 const keyOf = (values: readonly unknown[]): string => values.map((v) => String(v)).join(SEP)
 
 interface Lookup {
@@ -260,8 +263,9 @@ export class BatchState {
             from ${sql.table(table)} t join chain on t.${sql.ref(pk[0]!)} = chain.next
             where chain.depth < ${chain.depth}
           )
-          select ${select} from ${sql.table(table)}
-          where ${sql.ref(pk[0]!)} in (select key from chain)`
+          select ${select}, reached.depth as ${sql.ref(DEPTH)} from ${sql.table(table)}
+          join (select key, min(depth) as depth from chain group by key) reached
+            on ${sql.ref(pk[0]!)} = reached.key`
           : sql<Row>`
           select ${select} from ${sql.table(table)}
           where (${cols}) in (select * from unnest(${unnest}))`
@@ -269,7 +273,15 @@ export class BatchState {
       this.queries++
       const known = this.knownTable(table)
       const matches = new Map<string, string[]>()
+      const links: unknown[] = []
       for (const row of rows) {
+        if (DEPTH in row) {
+          // Below the depth bound, the query followed this row's link: no row means none exists.
+          if (chain && Number(row[DEPTH]) < chain.depth && row[chain.column] != null) {
+            links.push(row[chain.column])
+          }
+          delete row[DEPTH]
+        }
         const key = keyOf(pk.map((c) => row[c]))
         // A key known already keeps the row first read: reads of one batch must agree.
         if (!known.has(key)) known.set(key, row)
@@ -278,6 +290,7 @@ export class BatchState {
           matches.set(match, [...(matches.get(match) ?? []), key])
         }
       }
+      for (const link of links) if (!known.has(keyOf([link]))) known.set(keyOf([link]), null)
       for (const v of tuples) {
         if (byPk) {
           if (!known.has(keyOf(v))) known.set(keyOf(v), null)

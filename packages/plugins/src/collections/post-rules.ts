@@ -35,9 +35,10 @@ export function validateReply(
   const parent = db.first('record', { uri: parentUri })
   const root = db.first('record', { uri: rootUri })
   const gate = db.first('record', { uri: gateUriOf(rootUri, 'threadgate') })
-  const parentInvalid = parent
-    ? (db.first('post', { uri: parentUri })?.invalidReplyRoot ?? null)
-    : null
+  // Read whether or not the parent's record exists: a batch then loads the parent's post (and
+  // the thread above it) with its first reads, not in a pass of its own.
+  const parentPost = db.first('post', { uri: parentUri })
+  const parentInvalid = parent ? (parentPost?.invalidReplyRoot ?? null) : null
   const invalidReplyRoot = !parent || badRoot(reply, parseJson(parent.json), parentInvalid)
   const violatesThreadGate = violatesGate(
     db,

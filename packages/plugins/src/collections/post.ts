@@ -111,6 +111,9 @@ export const post: RecordPlugin<Post, 'post'> = {
     },
   },
 
+  // onDelete reads the embeds and the quote row it deletes.
+  readsOnDelete: (uri) => embedDeletes(uri, true),
+
   onDelete(db, row, replacedBy, replacedByRecord) {
     const embedded = db.first('post_embed_record', { postUri: row.uri })
     const quoted = !!embedded && new AtUri(embedded.embedUri).collection === post.collection
