@@ -320,6 +320,13 @@ async function stageProfile(): Promise<string> {
       const count = values.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0
       if (count) lines.push(`  plan passes per range: ${(sum / count).toFixed(2)}`)
     }
+    if (m.name === 'openplane_indexer_plan_steps_total') {
+      const values = m.values as { labels: Record<string, string>; value: number }[]
+      const of = (count: string) => values.find((v) => v.labels.count === count)?.value ?? 0
+      if (of('steps')) {
+        lines.push(`  step runs per planned step: ${(of('runs') / of('steps')).toFixed(2)}`)
+      }
+    }
     if (m.name !== 'openplane_indexer_batch_seconds') continue
     for (const v of m.values as {
       metricName?: string

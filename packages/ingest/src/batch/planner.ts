@@ -22,9 +22,13 @@ const MAX_PASSES = 1000
 const STEPS_PER_SLICE = 200
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-/** Plans the steps; returns the number of passes (1 + loads). */
-export async function planSteps(plan: Plan, steps: Step[]): Promise<number> {
+/** Plans the steps; returns the passes (1 + loads) and how many times a step ran in all. */
+export async function planSteps(
+  plan: Plan,
+  steps: Step[],
+): Promise<{ passes: number; runs: number }> {
   let resume = 0
+  let runs = 0
   for (let passes = 1; ; passes++) {
     if (passes > MAX_PASSES) throw new Error(`batch plan did not settle in ${MAX_PASSES} passes`)
     let first = -1
@@ -50,7 +54,8 @@ export async function planSteps(plan: Plan, steps: Step[]): Promise<number> {
         if (first < 0) steps[i]!.failed(plan, failure.err)
       }
     }
-    if (first < 0) return passes
+    runs += steps.length - resume
+    if (first < 0) return { passes, runs }
     plan.rollback(firstMark)
     resume = first
     await plan.state.load()

@@ -28,6 +28,11 @@ const passes = histogram(
   [],
   [1, 2, 3, 4, 6, 8, 12, 16],
 )
+const stepRuns = counter(
+  'openplane_indexer_plan_steps_total',
+  'Planning steps (one per record op, handle or account change) and their runs over all passes',
+  ['count'],
+)
 const statements = counter(
   'openplane_indexer_statements_total',
   'Statements the writer sent, by purpose',
@@ -149,7 +154,11 @@ export async function planRange(
   const started = performance.now()
   const state = new BatchState(db, schema, below)
   const plan = new Plan(state)
-  passes.observe(await planSteps(plan, stepsFor(batch, from, to, prepared)))
+  const steps = stepsFor(batch, from, to, prepared)
+  const planned = await planSteps(plan, steps)
+  passes.observe(planned.passes)
+  stepRuns.inc({ count: 'steps' }, steps.length)
+  stepRuns.inc({ count: 'runs' }, planned.runs)
   const notifications = await settled(plan, () => plan.notificationsToWrite())
   stageSeconds.inc({ stage: 'load' }, state.loadSeconds)
   stageSeconds.inc({ stage: 'plan' }, (performance.now() - started) / 1000 - state.loadSeconds)
