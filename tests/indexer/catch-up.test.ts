@@ -2,33 +2,25 @@
 // behind it is: the source's live head is probed, lag is reported in events and in the stream's
 // own seconds. The stream is a recorded corpus replayed at a fixed rate, its head already 1000
 // events ahead when the indexer starts from the beginning.
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { CorpusReader, parseFirehoseParams, recordFirehose, ReplayServer } from '@openplane/sim'
+import { ReplayServer, type CorpusReader } from '@openplane/sim'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { recordTestCorpus, type TestCorpus } from '../harness/corpus.ts'
 import { startIndexerOn, type OurIndexer } from '../harness/indexer.ts'
 
 describe('catching up with a live stream', () => {
-  let dir = ''
+  let recorded: TestCorpus | undefined
   let corpus: CorpusReader
   let server: ReplayServer
   let ours: OurIndexer | undefined
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'opfh-catchup-'))
-    const file = path.join(dir, 'corpus.firehose')
-    await recordFirehose(
-      parseFirehoseParams({ name: 'catch-up', repos: 200, events: 3000, seed: 5 }),
-      file,
-    )
-    corpus = await CorpusReader.open(file)
+    recorded = await recordTestCorpus({ name: 'catch-up', repos: 200, events: 3000, seed: 5 })
+    corpus = recorded.corpus
   })
   afterAll(async () => {
     await ours?.close()
     await server?.close()
-    await corpus?.close()
-    await rm(dir, { recursive: true, force: true })
+    await recorded?.close()
   })
 
   it('reports its lag in events and stream seconds, and closes it while the stream goes on', async () => {

@@ -5,12 +5,10 @@
 // otherwise race replies against their parents); ours reads the replay server as it would a
 // relay, in batches. Then a dataplane process indexing the same stream in bulk batches is killed
 // with SIGKILL mid-stream and restarted: it must end with the same tables as the uninterrupted run.
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
-import { CorpusReader, parseFirehoseParams, recordFirehose, ReplayServer } from '@openplane/sim'
+import { ReplayServer, type CorpusReader } from '@openplane/sim'
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { recordTestCorpus, type TestCorpus } from '../harness/corpus.ts'
 import { StockIndexer } from '../harness/fuzz/stock.ts'
 import { closeFuzzPool } from '../harness/fuzz/schema.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
@@ -21,7 +19,7 @@ import { dropSchemas } from '../harness/stock-network.ts'
 const EVENTS = 1500
 
 describe('a realistic recorded firehose', () => {
-  let dir = ''
+  let recorded: TestCorpus | undefined
   let corpus: CorpusReader
   let server: ReplayServer
   let stock: StockIndexer
@@ -31,13 +29,8 @@ describe('a realistic recorded firehose', () => {
   const killedSchema = uniqueName('op_corpus_kill')
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'opfh-idx-'))
-    const file = path.join(dir, 'corpus.firehose')
-    await recordFirehose(
-      parseFirehoseParams({ name: 'indexer', repos: 250, events: EVENTS, seed: 21 }),
-      file,
-    )
-    corpus = await CorpusReader.open(file)
+    recorded = await recordTestCorpus({ name: 'indexer', repos: 250, events: EVENTS, seed: 21 })
+    corpus = recorded.corpus
     server = await ReplayServer.start({ corpus })
     stock = await StockIndexer.start(server.httpUrl)
   })
@@ -49,9 +42,8 @@ describe('a realistic recorded firehose', () => {
     await ours?.close()
     await stock?.close()
     await server?.close()
-    await corpus?.close()
+    await recorded?.close()
     await closeFuzzPool()
-    await rm(dir, { recursive: true, force: true })
   })
 
   it('leaves every table as the stock indexer does', async () => {

@@ -1,16 +1,13 @@
 // Frames decoded on worker threads come back exactly as decoded on the writer's thread: the same
 // events in arrival order, records with real CIDs again (not their cloned fields), the same check
 // verdicts and JSON, and malformed frames reported the same way.
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import path from 'node:path'
 import type { Worker } from 'node:worker_threads'
 import { IdResolver } from '@atproto/identity'
 import { lexStringify } from '@atproto/lex-json'
-import { CorpusReader, parseFirehoseParams, recordFirehose } from '@openplane/sim'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createDecoder, type FrameDecoder } from '../../packages/ingest/src/decoder.ts'
 import type { FrameResult } from '../../packages/ingest/src/frames.ts'
+import { recordTestCorpus } from '../harness/corpus.ts'
 
 type LexValue = Parameters<typeof lexStringify>[0]
 
@@ -25,26 +22,18 @@ function comparable(res: FrameResult): string {
 }
 
 describe('frame decoding on worker threads', () => {
-  let dir = ''
   const frames: Uint8Array[] = []
   const decoders: FrameDecoder[] = []
 
   beforeAll(async () => {
-    dir = await mkdtemp(path.join(tmpdir(), 'opfh-dec-'))
-    const file = path.join(dir, 'corpus.firehose')
-    await recordFirehose(
-      parseFirehoseParams({ name: 'decoder', repos: 60, events: 400, seed: 5 }),
-      file,
-    )
-    const corpus = await CorpusReader.open(file)
-    for await (const m of corpus.messages()) frames.push(m.bytes)
-    await corpus.close()
+    const recorded = await recordTestCorpus({ name: 'decoder', repos: 60, events: 400, seed: 5 })
+    for await (const m of recorded.corpus.messages()) frames.push(m.bytes)
+    await recorded.close()
     // Bad input travels the same way: bytes that are no frame, and a frame cut short.
     frames.splice(100, 0, new Uint8Array([1, 2, 3, 250, 9]), frames[50]!.subarray(0, 40))
   })
   afterAll(async () => {
     await Promise.all(decoders.map((d) => d.stop()))
-    await rm(dir, { recursive: true, force: true })
   })
 
   it('gives what the writer thread gives, frame for frame and in order', async () => {
