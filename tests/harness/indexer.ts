@@ -127,8 +127,12 @@ const selectAll = (schema: string, table: string): string =>
         `select * from "${schema}".record where uri not like 'at://%/site.standard.%'`
       : `select * from "${schema}"."${table}"`
 
-function normalizeRow(table: string, r: Row): string {
+/** Columns one comparison sets aside (e.g. the time each side indexed at), per table. */
+export type Unequal = (table: string, row: Row) => string[]
+
+function normalizeRow(table: string, r: Row, unequal?: Unequal): string {
   for (const col of IGNORED[table] ?? []) delete r[col]
+  for (const col of unequal?.(table, r) ?? []) if (col in r) r[col] = '<set aside>'
   for (const col of WALL_CLOCK[table]?.(r) ?? []) r[col] = r[col] === null ? null : '<clock>'
   delete r.createdAtFromClock
   return JSON.stringify(r)
@@ -150,6 +154,7 @@ export async function tableDiffs(
   stock: string,
   ours: string,
   tables: string[],
+  unequal?: Unequal,
 ): Promise<TableDiff[]> {
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
@@ -161,7 +166,7 @@ export async function tableDiffs(
           return aggRows(client, schema, table, schema === stock ? 'recounted' : 'stored')
         }
         const { rows } = await client.query(selectAll(schema, table))
-        return rows.map((r: Row) => normalizeRow(table, r))
+        return rows.map((r: Row) => normalizeRow(table, r, unequal))
       }
       const counts = new Map<string, number>()
       for (const r of await dump(stock)) counts.set(r, (counts.get(r) ?? 0) + 1)
@@ -204,8 +209,11 @@ export async function diffSchemas(
   stock: string,
   ours: string,
   tables: string[],
+  unequal?: Unequal,
 ): Promise<string[]> {
-  return (await tableDiffs(stock, ours, tables)).map((d) => formatTableDiff(d, stock, ours))
+  return (await tableDiffs(stock, ours, tables, unequal)).map((d) =>
+    formatTableDiff(d, stock, ours),
+  )
 }
 
 /** Every table the indexer writes. */

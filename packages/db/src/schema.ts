@@ -585,6 +585,21 @@ export interface OpenplaneGraphSnapshotChunk {
   data: Uint8Array
 }
 
+/** Backfill state per repo (@openplane/backfill). */
+export interface OpenplaneRepo {
+  did: string
+  state: ColumnType<RepoBackfillState, RepoBackfillState | undefined, RepoBackfillState>
+  rev: string | null
+  host: string | null
+  attempts: ColumnType<number, number | undefined, number>
+  records: number | null
+  reason: string | null
+  enqueuedAt: ColumnType<Date, Date | string | undefined, Date | string>
+  updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
+}
+
+export type RepoBackfillState = 'pending' | 'done' | 'failed'
+
 export interface DatabaseSchema {
   activity_subscription: ActivitySubscription
   actor: Actor
@@ -645,4 +660,5 @@ export interface DatabaseSchema {
   openplane_actor_id: OpenplaneActorId
   openplane_graph_snapshot: OpenplaneGraphSnapshot
   openplane_graph_snapshot_chunk: OpenplaneGraphSnapshotChunk
+  openplane_repo: OpenplaneRepo
 }

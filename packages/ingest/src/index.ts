@@ -2,7 +2,14 @@ export type { CommitOp, IngestEvent } from './events.ts'
 export { decodeFrame, type FrameResult } from './frames.ts'
 export { decodeChecked } from './decoder.ts'
 export { Indexer, type IndexerOptions, type IndexerState } from './indexer.ts'
-export { Writer, type CommitListener, type WriterDeps } from './writer.ts'
+export {
+  BACKFILL_SOURCE,
+  Writer,
+  type CommitListener,
+  type RepoFinish,
+  type WriterDeps,
+} from './writer.ts'
+export { checkRecords } from './checks.ts'
 export { writerDeps } from './deps.ts'
 export type { Change, FeedItemValues } from './changes.ts'
 export { IdentityPrefetch, type PrefetchOptions } from './identity-prefetch.ts'

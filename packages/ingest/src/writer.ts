@@ -19,6 +19,7 @@ import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
+import { RepoGate } from './repo-gate.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -53,6 +54,21 @@ export type CommitListener = (
   committed: { source: string; cursor: number },
 ) => void
 
+/**
+ * What a batch's transaction records last, before COMMIT, to say how far it got: a live source's
+ * cursor, or a backfilled repo's state. Returns the transaction id (see settle()).
+ */
+type Position = (tx: Kysely<DatabaseSchema>) => Promise<string>
+
+/** A backfilled repo's last chunk: its rev, and its state to record in the same transaction. */
+export interface RepoFinish {
+  rev: string
+  mark(tx: Kysely<DatabaseSchema>): Promise<void>
+}
+
+/** Committed changes of backfill batches reach listeners under this source. */
+export const BACKFILL_SOURCE = 'backfill'
+
 /** An attempt whose COMMIT was sent but not answered: it may or may not have committed. */
 interface Unsettled extends Outcome {
   /** Its transaction id, for txid_status(). */
@@ -72,8 +88,10 @@ interface Early {
 /** The next batch's early work, started while the current one is written. */
 interface Ahead {
   seqs: number[]
-  /** False once the batch below it did not commit as planned. */
+  /** False once the batch below it did not commit as planned, or another source wrote. */
   valid: boolean
+  /** The gate's version it was planned under: a repo held or released since re-plans it. */
+  gateVersion: number
   work: Promise<Early | undefined>
 }
 
@@ -94,6 +112,13 @@ export class Writer {
   private schema: Promise<SchemaInfo> | undefined
   /** Per source, the next batch being prepared and planned while the current one is written. */
   private readonly ahead = new Map<string, Ahead>()
+  /** Live events of repos being backfilled (see repo-gate.ts). */
+  readonly gate = new RepoGate()
+  /**
+   * The batch being written, whatever its source: batches are planned on what is committed, so
+   * they are written one at a time (a live source's and a backfill's alike).
+   */
+  private tail: Promise<unknown> = Promise.resolve()
 
   constructor(db: Db, deps: WriterDeps) {
     this.db = db
@@ -117,10 +142,50 @@ export class Writer {
    * prepared and planned while this one is written (on this one's planned changes), and used
    * if this one commits as planned.
    */
-  async applyBatch(
+  applyBatch(
     source: string,
     batch: IngestEvent[],
     opts: { next?: IngestEvent[] } = {},
+  ): Promise<void> {
+    return this.exclusive(() => {
+      const events = this.gate.divert(batch)
+      const cursor = events[events.length - 1]?.seq ?? 0
+      return this.write(source, events, cursor, cursorPosition(source, cursor), opts.next)
+    })
+  }
+
+  /**
+   * Writes a chunk of a repo's backfill (events made from its CAR), or, keyed by another name,
+   * other backfill work. The last chunk (`finish`) also writes the live events held for the repo
+   * that are newer than the fetched rev, and the repo's state, in the same transaction; the repo
+   * is released once it commits. Retried like applyBatch.
+   */
+  applyRepo(did: string, events: IngestEvent[], finish?: RepoFinish): Promise<void> {
+    return this.exclusive(async () => {
+      const batch = finish ? [...events, ...this.gate.newer(did, finish.rev)] : events
+      const position: Position = async (tx) => {
+        await finish?.mark(tx)
+        const { rows } = await sql<{ xid: string }>`select txid_current()::text as xid`.execute(tx)
+        return rows[0]!.xid
+      }
+      await this.write(`${BACKFILL_SOURCE}:${did}`, batch, 0, position)
+      if (finish) this.gate.release(did, finish.rev)
+    })
+  }
+
+  /** Runs `fn` after every batch write started before it. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn, fn)
+    this.tail = run.catch(() => {})
+    return run
+  }
+
+  private async write(
+    source: string,
+    batch: IngestEvent[],
+    cursor: number,
+    position: Position,
+    nextBatch?: IngestEvent[],
   ): Promise<void> {
     if (!batch.length) return
     const ahead = this.ahead.get(source)
@@ -143,7 +208,9 @@ export class Writer {
       throw err
     })
     const schema = await this.schema
-    let early = ahead && ahead.valid && sameSeqs(ahead.seqs, batch) ? await ahead.work : undefined
+    const usable =
+      ahead && ahead.valid && ahead.gateVersion === this.gate.version && sameSeqs(ahead.seqs, batch)
+    let early = usable ? await ahead.work : undefined
     if (ahead) plannedAhead.inc({ outcome: early ? 'used' : 'discarded' })
     if (!early) {
       const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
@@ -152,18 +219,30 @@ export class Writer {
     }
     const { prepared, planned } = early
     // The next batch is prepared and planned on this one's plan while this one is written.
+    // (Held events are set aside again when that batch is written; a change of the gate meanwhile
+    // discards this plan.)
     const next =
-      opts.next?.length && planned ? this.startAhead(schema, opts.next, early) : undefined
+      nextBatch?.length && planned
+        ? this.startAhead(schema, this.gate.divert(nextBatch, true), early)
+        : undefined
     if (next) this.ahead.set(source, next)
-    const cursor = batch[batch.length - 1]!.seq
-    let outcome = await this.attempt(source, batch, prepared, schema, cursor, planned)
+    let outcome = await this.attempt(source, batch, prepared, schema, cursor, position, planned)
     if ('err' in outcome) {
       // This batch will not commit as planned: what was planned on it must not be used.
       if (next) next.valid = false
       // The database refused something in the batch: redo it, isolating the events at fault.
       const { err } = outcome
       log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
-      outcome = await this.attempt(source, batch, prepared, schema, cursor, undefined, true)
+      outcome = await this.attempt(
+        source,
+        batch,
+        prepared,
+        schema,
+        cursor,
+        position,
+        undefined,
+        true,
+      )
       if ('err' in outcome) throw outcome.err
     }
     this.deliver(source, cursor, outcome)
@@ -184,7 +263,12 @@ export class Writer {
   }
 
   private startAhead(schema: SchemaInfo, batch: IngestEvent[], below: Early): Ahead {
-    const ahead: Ahead = { seqs: batch.map((e) => e.seq), valid: true, work: undefined as never }
+    const ahead: Ahead = {
+      seqs: batch.map((e) => e.seq),
+      valid: true,
+      gateVersion: this.gate.version,
+      work: undefined as never,
+    }
     ahead.work = this.early(schema, batch, below).catch((err: unknown) => {
       // Planned again in its turn, when the error will show if it persists.
       log.debug({ err }, 'planning ahead failed')
@@ -206,6 +290,7 @@ export class Writer {
     prepared: Prepared,
     schema: SchemaInfo,
     cursor: number,
+    position: Position,
     planned: Planned | undefined,
     isolate = false,
   ): Promise<Outcome | { err: unknown }> {
@@ -222,15 +307,7 @@ export class Writer {
         }
         // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went
         // through.
-        const row = await tx
-          .insertInto('openplane_cursor')
-          .values({ source, seq: cursor })
-          .onConflict((oc) =>
-            oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }),
-          )
-          .returning(sql<string>`txid_current()::text`.as('xid'))
-          .executeTakeFirstOrThrow()
-        sent.xid = row.xid
+        sent.xid = await position(tx)
       })
       return outcome
     } catch (err) {
@@ -271,10 +348,16 @@ export class Writer {
 
   /** Emits a committed attempt's metrics and logs and hands its changes to the listeners. */
   private deliver(source: string, cursor: number, outcome: Outcome): void {
+    // What another source planned ahead did not see this batch's rows.
+    for (const [other, ahead] of this.ahead) if (other !== source) ahead.valid = false
     for (const emit of outcome.pending) emit()
+    // Listeners follow live sources by cursor; every backfill is one source without one.
+    const committed = source.startsWith(`${BACKFILL_SOURCE}:`)
+      ? { source: BACKFILL_SOURCE, cursor: 0 }
+      : { source, cursor }
     for (const listener of this.listeners) {
       try {
-        listener(outcome.changes, { source, cursor })
+        listener(outcome.changes, committed)
       } catch (err) {
         log.error({ err }, 'change listener failed')
       }
@@ -363,6 +446,19 @@ export class Writer {
 }
 
 type ActorState = { handle: string | null; indexedAt: string }
+
+/** A live source's position: its cursor, upserted. */
+function cursorPosition(source: string, cursor: number): Position {
+  return async (tx) => {
+    const row = await tx
+      .insertInto('openplane_cursor')
+      .values({ source, seq: cursor })
+      .onConflict((oc) => oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }))
+      .returning(sql<string>`txid_current()::text`.as('xid'))
+      .executeTakeFirstOrThrow()
+    return row.xid
+  }
+}
 
 /**
  * Actor rows as the batch will have changed them, for planning handle checks: what setHandle and

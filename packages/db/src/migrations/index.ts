@@ -4,6 +4,7 @@ import type { Migration, MigrationProvider } from 'kysely'
 import * as stockSchema from './0001-stock-schema.ts'
 import * as openplaneTables from './0002-openplane-tables.ts'
 import * as actorIds from './0003-actor-ids.ts'
+import * as repoBackfill from './0004-repo-backfill.ts'
 
 /** Creates the stock's schema; recorded without running when adopting a stock database. */
 export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
@@ -15,6 +16,7 @@ export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvi
     [STOCK_SCHEMA_MIGRATION]: opts.adoptStock ? skipped : stockSchema,
     '0002-openplane-tables': openplaneTables,
     '0003-actor-ids': actorIds,
+    '0004-repo-backfill': repoBackfill,
   }
   return { getMigrations: async () => migrations }
 }

@@ -1,0 +1,316 @@
+// The backfill worker: takes repos from the state table, resolves each DID to its PDS, fetches the
+// repo's CAR (a bounded number at once, per host and in all), and writes its records through the
+// same writer as the live stream, in chunks; the last chunk marks the repo done in its
+// transaction. While a repo is in flight, the writer holds its live events and writes those newer
+// than the fetched rev right after it (see @openplane/ingest's repo gate).
+//
+// Failures, by kind: a PDS that rate-limits is paused for as long as it says and the repo waits;
+// timeouts, 5xx and cut bodies are retried with backoff up to `maxAttempts` fetches; a repo the
+// PDS says is gone, a CAR that does not parse or verify, or a DID that does not resolve to a PDS
+// is marked failed with the reason (a later run retries failed repos if asked). None of them
+// stops the others.
+import type { IdResolver } from '@atproto/identity'
+import type { Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import type { IngestEvent, Writer } from '@openplane/ingest'
+import { childLogger, counter, gauge } from '@openplane/telemetry'
+import { readRepoCar, RepoCarError } from './car.ts'
+import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
+import { HostLimits } from './hosts.ts'
+import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
+import { markDone, RepoTable } from './repos.ts'
+
+const log = childLogger('backfill')
+const reposTotal = counter('openplane_backfill_repos_total', 'Repos backfilled, by outcome', [
+  'outcome',
+])
+const recordsTotal = counter(
+  'openplane_backfill_records_total',
+  'Records of backfilled repos, by what the index needed (created, updated, deleted, unchanged, bad)',
+  ['change'],
+)
+const bytesTotal = counter('openplane_backfill_bytes_total', 'CAR bytes fetched')
+const failuresTotal = counter(
+  'openplane_backfill_fetch_failures_total',
+  'Failed repo fetches, by kind (a retried fetch counts each time)',
+  ['kind'],
+)
+const inFlight = gauge('openplane_backfill_in_flight', 'Repos being fetched or written')
+
+export interface BackfillOptions {
+  db: Kysely<DatabaseSchema>
+  writer: Writer
+  idResolver: IdResolver
+  /** Check each repo's signature and CIDs (the DID document's key). */
+  verify: boolean
+  /** Repos in flight at once, over all hosts. */
+  concurrency: number
+  /** Fetches at once from one PDS host. */
+  perHost: number
+  /** Fetches of one repo in this run before it is marked failed (transient failures). */
+  maxAttempts: number
+  /** Also take repos an earlier run marked failed. */
+  retryFailed: boolean
+  /** Blocks of one repo held in memory before the rest goes to a temporary file. */
+  memoryBytes: number
+  connectTimeoutMs: number
+  idleTimeoutMs: number
+  /** Record ops per written event; a repo's events are written a few at a time. */
+  opsPerEvent: number
+  /** Events per write (transaction). */
+  eventsPerWrite: number
+}
+
+export const BACKFILL_DEFAULTS = {
+  verify: false,
+  concurrency: 16,
+  perHost: 4,
+  maxAttempts: 4,
+  retryFailed: false,
+  memoryBytes: 64 * 1024 * 1024,
+  connectTimeoutMs: 30_000,
+  idleTimeoutMs: 60_000,
+  opsPerEvent: 100,
+  eventsPerWrite: 20,
+} satisfies Partial<BackfillOptions>
+
+export interface BackfillStats {
+  startedAt: number
+  done: number
+  failed: number
+  records: number
+  bytes: number
+  /** Fetches that failed and will be retried or were given up. */
+  errors: number
+  inFlight: number
+}
+
+class RepoFailed extends Error {
+  readonly host: string | undefined
+  constructor(message: string, host: string | undefined) {
+    super(message)
+    this.host = host
+  }
+}
+
+export class Backfill {
+  private readonly opts: BackfillOptions
+  readonly repos: RepoTable
+  private readonly hosts: HostLimits
+  private readonly busy = new Set<string>()
+  private stopping = false
+  private seq = 0
+  readonly stats: BackfillStats = {
+    startedAt: Date.now(),
+    done: 0,
+    failed: 0,
+    records: 0,
+    bytes: 0,
+    errors: 0,
+    inFlight: 0,
+  }
+
+  constructor(opts: BackfillOptions) {
+    this.opts = opts
+    this.repos = new RepoTable(opts.db)
+    this.hosts = new HostLimits(opts.perHost)
+  }
+
+  /**
+   * Works until no repo is left to take (`drain`), or until stopped, looking for new work every
+   * `pollMs` when idle (beside a live indexer: community members, #sync refetches).
+   */
+  async run(opts: { drain: boolean; pollMs?: number }): Promise<BackfillStats> {
+    const running = new Set<Promise<void>>()
+    let retryFailed = this.opts.retryFailed
+    while (!this.stopping) {
+      const room = this.opts.concurrency - running.size
+      const dids = room > 0 ? await this.repos.next(room, this.busy, retryFailed) : []
+      for (const did of dids) {
+        this.busy.add(did)
+        const one: Promise<void> = this.one(did).finally(() => {
+          this.busy.delete(did)
+          running.delete(one)
+        })
+        running.add(one)
+      }
+      if (running.size === 0 && dids.length === 0) {
+        // Failed repos are retried once per run, after the pending ones.
+        retryFailed = false
+        if (opts.drain) break
+        await new Promise((r) => setTimeout(r, opts.pollMs ?? 2000))
+        continue
+      }
+      if (running.size >= this.opts.concurrency || dids.length === 0) await Promise.race(running)
+    }
+    await Promise.all(running)
+    return this.stats
+  }
+
+  /** Stops taking repos; run() returns once those in flight are written or given up. */
+  stop(): void {
+    this.stopping = true
+  }
+
+  private async one(did: string): Promise<void> {
+    const gate = this.opts.writer.gate
+    gate.hold(did)
+    this.stats.inFlight++
+    inFlight.set(this.stats.inFlight)
+    let written = false
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.fetchAndWrite(did)
+          written = true
+          this.stats.done++
+          reposTotal.inc({ outcome: 'done' })
+          return
+        } catch (err) {
+          const retryIn = this.retryDelay(err, attempt)
+          if (retryIn !== undefined && !this.stopping) {
+            log.debug({ did, attempt, err: messageOf(err), retryIn }, 'repo fetch failed; retrying')
+            await new Promise((r) => setTimeout(r, retryIn))
+            continue
+          }
+          await this.fail(did, err)
+          return
+        }
+      }
+    } finally {
+      // Not written: the live events held for it are covered by the next fetch.
+      if (!written) gate.release(did)
+      this.stats.inFlight--
+      inFlight.set(this.stats.inFlight)
+    }
+  }
+
+  /** How long to wait before fetching again, or undefined to give up now. */
+  private retryDelay(err: unknown, attempt: number): number | undefined {
+    if (!(err instanceof RepoFetchError)) return undefined
+    this.stats.errors++
+    failuresTotal.inc({ kind: err.kind })
+    // A rate limit is the host's pacing, not the repo's fault: it does not use up attempts.
+    if (err.kind === 'rate-limited') return 0
+    if (err.kind !== 'transient' || attempt >= this.opts.maxAttempts) return undefined
+    return Math.min(30_000, 500 * 2 ** attempt) * (0.5 + Math.random() / 2)
+  }
+
+  private async fail(did: string, err: unknown): Promise<void> {
+    const host = err instanceof RepoFailed ? err.host : undefined
+    const reason = messageOf(err)
+    const kind =
+      err instanceof RepoFetchError ? err.kind : err instanceof RepoCarError ? 'car' : 'other'
+    if (kind === 'other') this.stats.errors++
+    if (kind === 'other' || kind === 'car') failuresTotal.inc({ kind })
+    this.stats.failed++
+    reposTotal.inc({ outcome: 'failed' })
+    log.warn({ did, host, reason }, 'repo backfill failed')
+    await this.repos.markFailed(did, reason, host).catch((e: unknown) => {
+      log.error({ err: e, did }, 'could not record a failed repo')
+    })
+  }
+
+  private async fetchAndWrite(did: string): Promise<void> {
+    const { pds, signingKey } = await this.resolve(did)
+    const host = new URL(pds).host
+    const release = await this.hosts.acquire(host)
+    let car
+    try {
+      const body = await fetchRepo(pds, did, this.opts)
+      car = await readRepoCar(body, {
+        did,
+        signingKey: this.opts.verify ? signingKey : undefined,
+        memoryBytes: this.opts.memoryBytes,
+      })
+      this.hosts.ok(host)
+    } catch (err) {
+      if (err instanceof RepoFetchError && err.kind === 'rate-limited') {
+        const until = this.hosts.rateLimited(host, err.retryAt)
+        log.info({ host, until: new Date(until).toISOString() }, 'host rate-limited; pausing it')
+      }
+      if (err instanceof RepoCarError) throw new RepoFailed(err.message, host)
+      throw err
+    } finally {
+      release()
+    }
+    try {
+      this.stats.bytes += car.bytes
+      bytesTotal.inc(car.bytes)
+      const counts = await this.write(did, host, car)
+      this.stats.records += counts.records
+      for (const change of ['created', 'updated', 'deleted', 'unchanged', 'bad'] as const) {
+        if (counts[change]) recordsTotal.inc({ change }, counts[change])
+      }
+    } finally {
+      await car.close()
+    }
+  }
+
+  /** The repo's events, a few at a time; the last write marks the repo done. */
+  private async write(
+    did: string,
+    host: string,
+    car: Awaited<ReturnType<typeof readRepoCar>>,
+  ): Promise<RepoDiffCounts> {
+    const indexed = await indexedRecords(this.opts.db, did)
+    const counts: RepoDiffCounts = {
+      records: 0,
+      created: 0,
+      updated: 0,
+      deleted: 0,
+      unchanged: 0,
+      bad: 0,
+    }
+    const src = {
+      seq: () => ++this.seq,
+      time: new Date().toISOString(),
+      opsPerEvent: this.opts.opsPerEvent,
+    }
+    const onBad = (key: string, reason: string) =>
+      log.warn({ did, key, reason }, 'record left out of the backfill')
+    let pending: IngestEvent[] = []
+    for await (const evt of repoEvents(car, indexed, src, counts, onBad)) {
+      pending.push(evt)
+      if (pending.length < this.opts.eventsPerWrite) continue
+      await this.writeRetrying(did, pending)
+      pending = []
+    }
+    // The last write always runs (an empty repo too): it marks the repo done.
+    if (!pending.length) pending.push({ type: 'skip', seq: src.seq(), time: src.time, did: '' })
+    const done = { did, rev: car.rev, host, records: counts.records }
+    await this.writeRetrying(did, pending, { rev: car.rev, mark: (tx) => markDone(tx, done) })
+    return counts
+  }
+
+  /** A write Postgres refused as a whole is tried again (the writer settles a lost COMMIT). */
+  private async writeRetrying(
+    did: string,
+    events: IngestEvent[],
+    finish?: Parameters<Writer['applyRepo']>[2],
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.opts.writer.applyRepo(did, events, finish)
+        return
+      } catch (err) {
+        if (attempt >= 5) throw err
+        log.warn({ err, did, attempt }, 'backfill write failed; retrying')
+        await new Promise((r) => setTimeout(r, 1000 * attempt))
+      }
+    }
+  }
+
+  private async resolve(did: string): Promise<{ pds: string; signingKey: string }> {
+    try {
+      const data = await this.opts.idResolver.did.resolveAtprotoData(did)
+      return { pds: data.pds, signingKey: data.signingKey }
+    } catch (err) {
+      throw new RepoFailed(`DID does not resolve to a PDS: ${messageOf(err)}`, undefined)
+    }
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

@@ -1,0 +1,10 @@
+export {
+  Backfill,
+  BACKFILL_DEFAULTS,
+  type BackfillOptions,
+  type BackfillStats,
+} from './backfill.ts'
+export { RepoTable, type RepoCounts } from './repos.ts'
+export { fetchRepo, RepoFetchError } from './fetch-repo.ts'
+export { readRepoCar, RepoCarError } from './car.ts'
+export { listRepos, listReposByCollection, readDidList } from './enumerate.ts'

@@ -1,0 +1,114 @@
+// The per-repo backfill state (openplane_repo): which repos are to be fetched, which are done and
+// at what rev, which failed and why. A repo is marked done in the transaction that writes its last
+// records (markDone), so a killed backfill resumes with exactly the repos not written.
+import { sql, type Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+
+type Db = Kysely<DatabaseSchema>
+
+export interface RepoCounts {
+  pending: number
+  done: number
+  failed: number
+}
+
+export class RepoTable {
+  private readonly db: Db
+
+  constructor(db: Db) {
+    this.db = db
+  }
+
+  /**
+   * Asks for these repos to be fetched. Repos already known keep their state, unless `refetch`
+   * (a #sync, a broken chain, a new community member): then they are fetched again.
+   */
+  async enqueue(dids: string[], opts: { refetch?: boolean } = {}): Promise<number> {
+    if (!dids.length) return 0
+    const rows = [...new Set(dids)].map((did) => ({ did }))
+    const res = await this.db
+      .insertInto('openplane_repo')
+      .values(rows)
+      .onConflict((oc) =>
+        opts.refetch
+          ? oc.column('did').doUpdateSet({ state: 'pending', reason: null, updatedAt: sql`now()` })
+          : oc.column('did').doNothing(),
+      )
+      .executeTakeFirst()
+    return Number(res.numInsertedOrUpdatedRows ?? 0)
+  }
+
+  /** Up to `limit` repos to fetch, oldest request first, skipping `busy`; failed ones if asked. */
+  async next(limit: number, busy: ReadonlySet<string>, retryFailed: boolean): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('openplane_repo')
+      .select('did')
+      .where('state', 'in', retryFailed ? ['pending', 'failed'] : ['pending'])
+      .$if(busy.size > 0, (q) => q.where('did', 'not in', [...busy]))
+      .orderBy('enqueuedAt')
+      .orderBy('did')
+      .limit(limit)
+      .execute()
+    return rows.map((r) => r.did)
+  }
+
+  async markFailed(did: string, reason: string, host: string | undefined): Promise<void> {
+    await this.db
+      .updateTable('openplane_repo')
+      .set({
+        state: 'failed',
+        reason: reason.slice(0, 500),
+        host: host ?? null,
+        attempts: sql`attempts + 1`,
+        updatedAt: sql`now()`,
+      })
+      .where('did', '=', did)
+      .execute()
+  }
+
+  async counts(): Promise<RepoCounts> {
+    const rows = await this.db
+      .selectFrom('openplane_repo')
+      .select(['state', sql<string>`count(*)`.as('n')])
+      .groupBy('state')
+      .execute()
+    const counts: RepoCounts = { pending: 0, done: 0, failed: 0 }
+    for (const r of rows) counts[r.state] = Number(r.n)
+    return counts
+  }
+
+  /** Why repos failed, most common first. */
+  async failures(limit = 10): Promise<{ reason: string; repos: number }[]> {
+    const rows = await this.db
+      .selectFrom('openplane_repo')
+      .select(['reason', sql<string>`count(*)`.as('n')])
+      .where('state', '=', 'failed')
+      .groupBy('reason')
+      .orderBy(sql`count(*)`, 'desc')
+      .limit(limit)
+      .execute()
+    return rows.map((r) => ({ reason: r.reason ?? '', repos: Number(r.n) }))
+  }
+}
+
+/** Marks a repo done at `rev`, inside the transaction that writes its last records. */
+export async function markDone(
+  tx: Db,
+  repo: { did: string; rev: string; host: string; records: number },
+): Promise<void> {
+  await tx
+    .insertInto('openplane_repo')
+    .values({ ...repo, state: 'done', attempts: 1 })
+    .onConflict((oc) =>
+      oc.column('did').doUpdateSet({
+        state: 'done',
+        rev: repo.rev,
+        host: repo.host,
+        records: repo.records,
+        reason: null,
+        attempts: sql`openplane_repo.attempts + 1`,
+        updatedAt: sql`now()`,
+      }),
+    )
+    .execute()
+}

@@ -1,0 +1,74 @@
+// Backfill differential: the stock indexer follows a dev-env PDS's firehose from seq 0 while the
+// scenario plays; then our backfill fetches every repo the PDS lists and indexes it. Every table
+// must hold the same rows, except the columns stamped with the time of indexing (the stock
+// stamps the firehose event's time, a backfill the time it fetched the repo).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startOurBackfill, type OurBackfill } from '../harness/backfill.ts'
+import { formatTableDiff, INDEXED_TABLES, tableDiffs } from '../harness/indexer.ts'
+import { playScenario, type ScenarioResult } from '../harness/scenario.ts'
+import { startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
+
+/**
+ * Columns a backfill stamps with its own time, not the commit's; and, until replies are ordered
+ * after their parents across repos, a reply's judgement (see the todo below).
+ */
+const unequal = (table: string): string[] =>
+  table === 'post' ? ['indexedAt', 'invalidReplyRoot', 'violatesThreadGate'] : ['indexedAt']
+
+/** Rows a backfill cannot match, documented in the README (Backfill, exceptions). */
+function expected(table: string, row: string, deleted: string): boolean {
+  const r = JSON.parse(row) as Record<string, unknown>
+  // The stock keeps a deleted account's actor_sync and feed_item rows; a backfill never meets
+  // the account, and does not know that the account it notifies of a like or a follow is gone.
+  if (table === 'actor_sync') return r.did === deleted
+  if (table === 'feed_item') return r.originatorDid === deleted
+  if (table === 'notification') return r.did === deleted || r.reason === 'reply'
+  return false
+}
+
+describe('backfill: the same rows as the stock indexer fed the firehose from seq 0', () => {
+  let net: StockNetwork
+  let ours: OurBackfill
+  let result: ScenarioResult
+  beforeAll(async () => {
+    net = await startStockNetwork()
+    result = await playScenario(net.network, net.sc)
+    // A deactivated repo is not served by its PDS (getRepo answers RepoDeactivated), so nothing
+    // can backfill it; the scenario's deactivated account comes back first.
+    await net.sc.agent.com.atproto.server.activateAccount(undefined, {
+      headers: net.sc.getHeaders(result.dids.carol as `did:${string}:${string}`),
+    })
+    await net.network.processAll()
+    ours = await startOurBackfill({ plcUrl: net.network.plc.url, testPdsUrl: net.network.pds.url })
+    const listed = await ours.enqueueListed(net.network.pds.url)
+    expect(listed).toBeGreaterThan(3)
+    await ours.backfill().run({ drain: true })
+  })
+  afterAll(async () => {
+    await ours?.close()
+    await net?.close()
+  })
+
+  it.each(INDEXED_TABLES)('%s', async (table) => {
+    const diffs = await tableDiffs(net.schema, ours.schema, [table], unequal)
+    const keep = (r: string) => !expected(table, r, result.deleted)
+    const kept = diffs
+      .map((d) => ({
+        ...d,
+        onlyStock: d.onlyStock.filter(keep),
+        onlyOurs: d.onlyOurs.filter(keep),
+      }))
+      .filter((d) => d.onlyStock.length || d.onlyOurs.length)
+    expect(kept.map((d) => formatTableDiff(d, net.schema, ours.schema))).toEqual([])
+  })
+
+  // A reply is judged (invalidReplyRoot, violatesThreadGate, who it notifies) when it is
+  // written; a repo fetched before its parent's repo judges it without the parent.
+  it.todo('judges a reply written before its parent as the firehose order would')
+
+  it('marked every listed repo done at the rev the PDS serves', async () => {
+    const rows = await ours.db.db.selectFrom('openplane_repo').selectAll().execute()
+    expect(rows.filter((r) => r.state !== 'done')).toEqual([])
+    expect(rows.map((r) => r.did)).not.toContain(result.deleted)
+  })
+})
