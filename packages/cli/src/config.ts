@@ -25,6 +25,16 @@ export interface Config {
   /** Keep the follow graph in memory (needs the indexer in this process to stay current). */
   graph: boolean
   timelines: TimelinesConfig
+  backfill: BackfillConfig
+}
+
+export interface BackfillConfig {
+  /** Repos fetched and written at once (0 in `start`: no backfill worker there). */
+  concurrency: number
+  /** Fetches at once from one PDS host. */
+  perHost: number
+  /** A repo's blocks held in memory before the rest goes to a temporary file. */
+  memoryBytes: number
 }
 
 export interface TimelinesConfig {
@@ -192,5 +202,10 @@ export function readConfig(env: Env = process.env): Config {
     batchSize: int(env, 'DATAPLANE_BATCH_SIZE', 2000, 1, 100_000),
     batchWaitMs: int(env, 'DATAPLANE_BATCH_WAIT_MS', 20, 0, 60_000),
     headProbeMs: int(env, 'DATAPLANE_HEAD_PROBE_SECONDS', 30, 0, 86_400) * 1000,
+    backfill: {
+      concurrency: int(env, 'DATAPLANE_BACKFILL_CONCURRENCY', 8, 0, 1000),
+      perHost: int(env, 'DATAPLANE_BACKFILL_PER_HOST', 4, 1, 1000),
+      memoryBytes: int(env, 'DATAPLANE_BACKFILL_MEMORY_MB', 64, 1, 65_536) * 1024 * 1024,
+    },
   }
 }

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// openplane: start | migrate | rpcs
+// openplane: start | migrate | backfill | rpcs
 import { Service } from '@openplane/proto'
 import { implementedMethods } from '@openplane/server'
 import { logger } from '@openplane/telemetry'
+import { BACKFILL_USAGE, backfillCommand, UsageError } from './backfill.ts'
 import { ConfigError, readConfig } from './config.ts'
 import { openDatabase } from './database.ts'
 import { start } from './start.ts'
@@ -10,6 +11,7 @@ import { start } from './start.ts'
 const USAGE = `usage: openplane <command>
   start     run the rpc server and the firehose indexer (configuration from env, see README)
   migrate   create or adopt the schema and apply migrations, then exit
+  backfill  fetch whole repos from their PDSes and index them (openplane backfill --help)
   rpcs      print which bsky.Service rpcs are implemented`
 
 async function main(argv: string[]): Promise<number> {
@@ -17,6 +19,10 @@ async function main(argv: string[]): Promise<number> {
   if (cmd === 'rpcs') return printRpcs(argv.includes('--missing'))
   if (cmd === 'help' || cmd === '--help') {
     console.log(USAGE)
+    return 0
+  }
+  if (cmd === 'backfill' && (argv.includes('--help') || argv.includes('-h'))) {
+    console.log(BACKFILL_USAGE)
     return 0
   }
   let config
@@ -32,6 +38,16 @@ async function main(argv: string[]): Promise<number> {
     await db.close()
     logger.info({ schema: config.schema }, 'schema is current')
     return 0
+  }
+  if (cmd === 'backfill') {
+    try {
+      return await backfillCommand(config, argv.slice(1))
+    } catch (err) {
+      // A mistyped option or an unreadable DID list: say so, not a stack trace.
+      if (!(err instanceof UsageError)) throw err
+      console.error(`${err instanceof Error ? err.message : String(err)}\n${BACKFILL_USAGE}`)
+      return 2
+    }
   }
   if (cmd === 'start') {
     const running = await start(config)

@@ -11,6 +11,7 @@ import {
   type FeedSource,
 } from '@openplane/fanout'
 import { createIdentity } from '@openplane/identity'
+import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
 import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
 import { followedItems, ownItems, startServer } from '@openplane/server'
 import { childLogger } from '@openplane/telemetry'
@@ -24,6 +25,7 @@ import {
 } from '@openplane/timelines'
 import type { Config } from './config.ts'
 import { openDatabase } from './database.ts'
+import { takeWriterLock, type WriterLock } from './writer-lock.ts'
 
 const log = childLogger('start')
 
@@ -43,11 +45,30 @@ export async function start(config: Config): Promise<Running> {
   const fast = config.graph ? await startFanOut(config, db) : undefined
   const indexers: Indexer[] = []
   let prefetch: IdentityPrefetch | undefined
+  let lock: WriterLock | undefined
+  let backfill: Backfill | undefined
+  let backfilling: Promise<unknown> | undefined
   if (config.indexer) {
+    lock = await writerLock(db, !config.postgres)
     const deps = writerDeps(identity)
     const writer = new Writer(db.db, deps)
     if (fast) writer.onCommitted(fast.fanout.onCommitted)
     prefetch = new IdentityPrefetch(db.db, deps)
+    if (config.backfill.concurrency > 0) {
+      // Repos asked for by `openplane backfill --enqueue-only`, or by #sync events below.
+      backfill = new Backfill({
+        ...BACKFILL_DEFAULTS,
+        db: db.db,
+        writer,
+        idResolver: identity.idResolver,
+        verify: config.verifyCommits,
+        concurrency: config.backfill.concurrency,
+        perHost: config.backfill.perHost,
+        memoryBytes: config.backfill.memoryBytes,
+      })
+      backfilling = backfill.run({ drain: false })
+    }
+    const resync = backfill?.repos
     for (const source of config.firehoseUrls) {
       const indexer = new Indexer({
         source,
@@ -62,6 +83,12 @@ export async function start(config: Config): Promise<Running> {
         initialCursor: config.initialCursor,
         prefetch,
         headProbeMs: config.headProbeMs,
+        onResync: resync
+          ? (did) =>
+              void resync
+                .enqueue([did], { refetch: true })
+                .catch((err: unknown) => log.error({ err, did }, 'could not ask for a refetch'))
+          : undefined,
       })
       await indexer.start()
       indexers.push(indexer)
@@ -93,12 +120,23 @@ export async function start(config: Config): Promise<Running> {
     url: server.url,
     async stop() {
       await server.close()
+      backfill?.stop()
+      await backfilling
       for (const i of indexers) await i.stop()
       prefetch?.stop()
       await fast?.stop()
+      await lock?.release()
       await db.close()
     },
   }
+}
+
+/** The writer lock, waited for while another process (a `backfill`) holds it. */
+async function writerLock(db: Db, embedded: boolean): Promise<WriterLock> {
+  const now = await takeWriterLock(db, { wait: false, embedded })
+  if (now) return now
+  log.warn('another process writes this database (an `openplane backfill`?); waiting for it')
+  return (await takeWriterLock(db, { wait: true, embedded }))!
 }
 
 /** The graph, and the timelines on it when a store is configured. */
