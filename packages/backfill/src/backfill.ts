@@ -9,7 +9,7 @@
 // PDS says is gone, a CAR that does not parse or verify, or a DID that does not resolve to a PDS
 // is marked failed with the reason (a later run retries failed repos if asked). None of them
 // stops the others.
-import type { IdResolver } from '@atproto/identity'
+import { parseToAtprotoDocument, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { IngestEvent, Writer } from '@openplane/ingest'
@@ -218,6 +218,7 @@ export class Backfill {
     let car
     try {
       const body = await fetchRepo(pds, did, this.opts)
+      if (this.opts.verify && !signingKey) throw new RepoFailed('DID document names no key', host)
       car = await readRepoCar(body, {
         did,
         signingKey: this.opts.verify ? signingKey : undefined,
@@ -301,13 +302,18 @@ export class Backfill {
     }
   }
 
-  private async resolve(did: string): Promise<{ pds: string; signingKey: string }> {
+  /** The repo's PDS and signing key. A handle is not needed (nor checked) to fetch a repo. */
+  private async resolve(did: string): Promise<{ pds: string; signingKey: string | undefined }> {
+    let doc
     try {
-      const data = await this.opts.idResolver.did.resolveAtprotoData(did)
-      return { pds: data.pds, signingKey: data.signingKey }
+      doc = await this.opts.idResolver.did.ensureResolve(did)
     } catch (err) {
-      throw new RepoFailed(`DID does not resolve to a PDS: ${messageOf(err)}`, undefined)
+      throw new RepoFailed(`DID does not resolve: ${messageOf(err)}`, undefined)
     }
+    const pds = parseToAtprotoDocument(doc).pds
+    if (!pds) throw new RepoFailed('DID document names no PDS', undefined)
+    // In verifying mode a document without a key fails the repo when its commit is checked.
+    return { pds, signingKey: parseToAtprotoDocument(doc).signingKey }
   }
 }
 
