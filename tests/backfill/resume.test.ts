@@ -4,33 +4,13 @@
 import { spawn } from 'node:child_process'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { TestNetwork, SeedClient } from '@atproto/dev-env'
-import { startOurBackfill, type OurBackfill } from '../harness/backfill.ts'
+import type { TestNetwork } from '@atproto/dev-env'
+import { seedMany, startOurBackfill, type OurBackfill } from '../harness/backfill.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { diffSchemas, INDEXED_TABLES } from '../harness/indexer.ts'
-import { createUser } from '../harness/seed.ts'
 import { dropSchemas, startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
-const ACCOUNTS = 24
-const POSTS = 15
-
-/** Accounts that post, follow and like one another, for repos of a few dozen records each. */
-async function seedMany(sc: SeedClient<TestNetwork>): Promise<string[]> {
-  const dids: `did:${string}:${string}`[] = []
-  for (let i = 0; i < ACCOUNTS; i++) dids.push(await createUser(sc, `user${i}`))
-  for (const [i, did] of dids.entries()) {
-    for (let p = 0; p < POSTS; p++) await sc.post(did, `post ${p} of user ${i}`)
-    await sc.follow(did, dids[(i + 1) % ACCOUNTS]!)
-    await sc.follow(did, dids[(i + 5) % ACCOUNTS]!)
-  }
-  for (const [i, did] of dids.entries()) {
-    const other = dids[(i + 3) % ACCOUNTS]!
-    for (const post of sc.posts[other]!.slice(0, 3)) await sc.like(did, post.ref)
-  }
-  return dids
-}
-
 function backfillProcess(schema: string, net: TestNetwork, kill?: () => Promise<boolean>) {
   const proc = spawn(
     process.execPath,

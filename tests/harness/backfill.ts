@@ -3,8 +3,10 @@
 import { Backfill, BACKFILL_DEFAULTS, listRepos, type BackfillOptions } from '@openplane/backfill'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
+import type { SeedClient, TestNetwork } from '@atproto/dev-env'
 import { Writer, writerDeps } from '@openplane/ingest'
 import { PG_URL, uniqueName } from './env.ts'
+import { createUser, type Did } from './seed.ts'
 import { dropSchemas } from './stock-network.ts'
 
 export interface OurBackfill {
@@ -55,4 +57,24 @@ export async function startOurBackfill(target: {
       if (!opts.keepSchema) await dropSchemas([schema])
     },
   }
+}
+
+/** Accounts that post, follow and like one another: repos of a few dozen records each. */
+export async function seedMany(
+  sc: SeedClient<TestNetwork>,
+  opts: { accounts?: number; posts?: number } = {},
+): Promise<Did[]> {
+  const accounts = opts.accounts ?? 24
+  const dids: Did[] = []
+  for (let i = 0; i < accounts; i++) dids.push(await createUser(sc, `user${i}`))
+  for (const [i, did] of dids.entries()) {
+    for (let p = 0; p < (opts.posts ?? 15); p++) await sc.post(did, `post ${p} of user ${i}`)
+    await sc.follow(did, dids[(i + 1) % accounts]!)
+    await sc.follow(did, dids[(i + 5) % accounts]!)
+  }
+  for (const [i, did] of dids.entries()) {
+    const other = dids[(i + 3) % accounts]!
+    for (const post of sc.posts[other]!.slice(0, 3)) await sc.like(did, post.ref)
+  }
+  return dids
 }

@@ -37,6 +37,8 @@ export async function startIndexerOn(
     verify?: boolean
     headProbeMs?: number
     decodeWorkers?: number
+    /** Where to start reading (default: seq 0). */
+    initialCursor?: number
   } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
@@ -63,7 +65,7 @@ export async function startIndexerOn(
     identity: identityOptions,
     batchSize: opts.batchSize ?? 100,
     batchWaitMs: 5,
-    initialCursor: 0,
+    initialCursor: opts.initialCursor ?? 0,
     prefetch,
     headProbeMs: opts.headProbeMs ?? 0,
   })
