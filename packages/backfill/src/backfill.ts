@@ -12,13 +12,14 @@
 import { parseToAtprotoDocument, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import type { IngestEvent, Writer } from '@openplane/ingest'
+import type { CommitOp, IngestEvent, Writer } from '@openplane/ingest'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError } from './car.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
 import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
 import { markDone, RepoTable } from './repos.ts'
+import { ThreadOrder, uriOf } from './thread-order.ts'
 
 const log = childLogger('backfill')
 const reposTotal = counter('openplane_backfill_repos_total', 'Repos backfilled, by outcome', [
@@ -85,6 +86,15 @@ export interface BackfillStats {
   inFlight: number
 }
 
+type Commit = Extract<IngestEvent, { type: 'commit' }>
+
+/** A repo whose CAR is written but for records waiting for their context (thread-order.ts). */
+interface Parked {
+  host: string
+  rev: string
+  records: number
+}
+
 class RepoFailed extends Error {
   readonly host: string | undefined
   constructor(message: string, host: string | undefined) {
@@ -98,6 +108,10 @@ export class Backfill {
   readonly repos: RepoTable
   private readonly hosts: HostLimits
   private readonly busy = new Set<string>()
+  private readonly order: ThreadOrder
+  private readonly parked = new Map<string, Parked>()
+  /** Repos still being written whose woken records could not be written. */
+  private readonly broken = new Set<string>()
   private stopping = false
   private seq = 0
   readonly stats: BackfillStats = {
@@ -114,6 +128,7 @@ export class Backfill {
     this.opts = opts
     this.repos = new RepoTable(opts.db)
     this.hosts = new HostLimits(opts.perHost)
+    this.order = new ThreadOrder(opts.db)
   }
 
   /**
@@ -128,13 +143,15 @@ export class Backfill {
       const dids = room > 0 ? await this.repos.next(room, this.busy, retryFailed) : []
       for (const did of dids) {
         this.busy.add(did)
-        const one: Promise<void> = this.one(did).finally(() => {
-          this.busy.delete(did)
-          running.delete(one)
-        })
+        const one: Promise<void> = this.one(did).finally(() => running.delete(one))
         running.add(one)
       }
       if (running.size === 0 && dids.length === 0) {
+        // Records still waiting for context no repo will bring: written as they are.
+        if (this.order.repos().length) {
+          await this.wake(this.order.all())
+          continue
+        }
         // Failed repos are retried once per run, after the pending ones.
         retryFailed = false
         if (opts.drain) break
@@ -161,10 +178,9 @@ export class Backfill {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await this.fetchAndWrite(did)
+          const outcome = await this.fetchAndWrite(did)
           written = true
-          this.stats.done++
-          reposTotal.inc({ outcome: 'done' })
+          if (outcome === 'done') this.repoDone(did)
           return
         } catch (err) {
           const retryIn = this.retryDelay(err, attempt)
@@ -179,10 +195,19 @@ export class Backfill {
       }
     } finally {
       // Not written: the live events held for it are covered by the next fetch.
-      if (!written) gate.release(did)
+      if (!written) {
+        gate.release(did)
+        this.busy.delete(did)
+      }
       this.stats.inFlight--
       inFlight.set(this.stats.inFlight)
     }
+  }
+
+  private repoDone(did: string): void {
+    this.busy.delete(did)
+    this.stats.done++
+    reposTotal.inc({ outcome: 'done' })
   }
 
   /** How long to wait before fetching again, or undefined to give up now. */
@@ -209,9 +234,11 @@ export class Backfill {
     await this.repos.markFailed(did, reason, host).catch((e: unknown) => {
       log.error({ err: e, did }, 'could not record a failed repo')
     })
+    // Replies waiting for this repo's records will not get them.
+    await this.wake(this.order.sealed(did, true))
   }
 
-  private async fetchAndWrite(did: string): Promise<void> {
+  private async fetchAndWrite(did: string): Promise<'done' | 'waiting'> {
     const { pds, signingKey } = await this.resolve(did)
     const host = new URL(pds).host
     const release = await this.hosts.acquire(host)
@@ -238,11 +265,13 @@ export class Backfill {
     try {
       this.stats.bytes += car.bytes
       bytesTotal.inc(car.bytes)
-      const counts = await this.write(did, host, car)
+      const { counts, parked } = await this.write(did, host, car)
       this.stats.records += counts.records
       for (const change of ['created', 'updated', 'deleted', 'unchanged', 'bad'] as const) {
         if (counts[change]) recordsTotal.inc({ change }, counts[change])
       }
+      // A parked repo is counted done by whoever writes its last waiting record.
+      return parked ? 'waiting' : 'done'
     } finally {
       await car.close()
     }
@@ -253,7 +282,7 @@ export class Backfill {
     did: string,
     host: string,
     car: Awaited<ReturnType<typeof readRepoCar>>,
-  ): Promise<RepoDiffCounts> {
+  ): Promise<{ counts: RepoDiffCounts; parked: boolean }> {
     const indexed = await indexedRecords(this.opts.db, did)
     const counts: RepoDiffCounts = {
       records: 0,
@@ -270,18 +299,91 @@ export class Backfill {
     }
     const onBad = (key: string, reason: string) =>
       log.warn({ did, key, reason }, 'record left out of the backfill')
-    let pending: IngestEvent[] = []
+    let pending: Commit[] = []
     for await (const evt of repoEvents(car, indexed, src, counts, onBad)) {
       pending.push(evt)
       if (pending.length < this.opts.eventsPerWrite) continue
-      await this.writeRetrying(did, pending)
+      await this.writeReady(did, await this.order.split(did, pending, this.unwritten))
       pending = []
     }
-    // The last write always runs (an empty repo too): it marks the repo done.
-    if (!pending.length) pending.push({ type: 'skip', seq: src.seq(), time: src.time, did: '' })
-    const done = { did, rev: car.rev, host, records: counts.records }
-    await this.writeRetrying(did, pending, { rev: car.rev, mark: (tx) => markDone(tx, done) })
-    return counts
+    let ready = await this.order.split(did, pending, this.unwritten)
+    const done = { host, rev: car.rev, records: counts.records }
+    if (this.order.waiting(did)) {
+      await this.writeReady(did, ready)
+      ready = []
+    }
+    if (this.broken.delete(did)) throw new RepoFailed('a waiting record could not be written', host)
+    // Marked done when its last waiting record is written (see wake()); what it waited for may
+    // have come meanwhile.
+    const parked = this.order.waiting(did)
+    if (parked) this.parked.set(did, done)
+    else await this.writeReady(did, ready, done)
+    await this.wake(this.order.sealed(did))
+    return { counts, parked }
+  }
+
+  /** Of these DIDs, the repos this backfill has yet to write (their context may still come). */
+  private readonly unwritten = async (dids: string[]): Promise<Set<string>> => {
+    if (!dids.length) return new Set()
+    const rows = await this.opts.db
+      .selectFrom('openplane_repo')
+      .select('did')
+      .where('did', 'in', dids)
+      .where('state', '=', 'pending')
+      .execute()
+    return new Set(rows.map((r) => r.did))
+  }
+
+  /**
+   * Writes a repo's events; with `done`, the last write, which marks it done (an empty one too).
+   * Then writes what waited for these records.
+   */
+  private async writeReady(did: string, events: Commit[], done?: Parked): Promise<void> {
+    if (!events.length && !done) return
+    const batch: IngestEvent[] = events.length
+      ? events
+      : [{ type: 'skip', seq: ++this.seq, time: new Date().toISOString(), did: '' }]
+    const finish = done && {
+      rev: done.rev,
+      mark: (tx: Kysely<DatabaseSchema>) => markDone(tx, { did, ...done }),
+    }
+    await this.writeRetrying(did, batch, finish)
+    await this.wake(this.order.written(events.flatMap((e) => e.ops.map((op) => uriOf(did, op)))))
+  }
+
+  /** Writes records that stopped waiting; a parked repo left with none is done. */
+  private async wake(woken: Map<string, CommitOp[]>): Promise<void> {
+    for (const [did, ops] of woken) {
+      const head = this.order.head(did)!
+      const evt: Commit = {
+        type: 'commit',
+        seq: ++this.seq,
+        time: new Date().toISOString(),
+        did,
+        ...head,
+        ops,
+      }
+      const parked = this.parked.get(did)
+      const last = parked && !this.order.waiting(did) ? parked : undefined
+      try {
+        await this.writeReady(did, [evt], last)
+      } catch (err) {
+        // The repo is not marked done: fetched again by a later run.
+        if (!parked) {
+          this.broken.add(did)
+          continue
+        }
+        this.parked.delete(did)
+        this.opts.writer.gate.release(did)
+        this.busy.delete(did)
+        await this.fail(did, err)
+        continue
+      }
+      if (last) {
+        this.parked.delete(did)
+        this.repoDone(did)
+      }
+    }
   }
 
   /** A write Postgres refused as a whole is tried again (the writer settles a lost COMMIT). */

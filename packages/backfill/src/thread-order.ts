@@ -1,0 +1,205 @@
+// Replies and quotes wait for the records they are judged on. The stock judges a reply when it is
+// written (its parent missing makes it an invalid reply, a thread gate missing lets it through,
+// the ancestors it notifies are those indexed by then) and a quote by the quoted post's gate. The
+// firehose brings parents first; a backfill fetches repos in no such order. So a reply or quote
+// whose context is in a repo this backfill has not written yet waits, and its repo with it (not
+// marked done, its live events still held), until that record is written or its repo is done
+// (or failed): then it is written as the firehose's order would have met it. Records never wait
+// in a circle: a reply names its parent's CID, so the parent is older; gates depend on nothing.
+// A record that may not exist (a thread gate) is known absent once its repo's CAR is read to
+// the end, not when the repo is done: that repo may itself wait for this one's records.
+import { sql, type Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import type { CommitOp, IngestEvent } from '@openplane/ingest'
+import { counter } from '@openplane/telemetry'
+
+const waitedTotal = counter(
+  'openplane_backfill_waited_records_total',
+  'Replies and quotes that waited for their context to be written first',
+)
+
+type Commit = Extract<IngestEvent, { type: 'commit' }>
+
+const POST = 'app.bsky.feed.post'
+
+interface Waiter {
+  did: string
+  commit: string
+  rev: string
+  op: CommitOp
+  /** Records it waits for (by uri), and the repos that would write them. */
+  uris: Set<string>
+  dids: Set<string>
+}
+
+const didOf = (uri: string) => uri.split('/')[2] ?? ''
+const gateOf = (post: string, collection: string) => post.replace(`/${POST}/`, `/${collection}/`)
+
+/** The records of other repos a post's judgement reads: parent, root, the root's gate, quoted post's gate. */
+export function contextOf(collection: string, record: unknown): string[] {
+  if (collection !== POST || !record || typeof record !== 'object') return []
+  const r = record as { reply?: unknown; embed?: unknown }
+  const uris: string[] = []
+  const uriAt = (v: unknown, ...path: string[]): string | undefined => {
+    let cur: unknown = v
+    for (const k of path)
+      cur = cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[k] : undefined
+    return typeof cur === 'string' && cur.startsWith('at://') ? cur : undefined
+  }
+  const parent = uriAt(r.reply, 'parent', 'uri')
+  const root = uriAt(r.reply, 'root', 'uri')
+  if (parent) uris.push(parent)
+  if (root) uris.push(root, gateOf(root, 'app.bsky.feed.threadgate'))
+  const quoted = uriAt(r.embed, 'record', 'uri') ?? uriAt(r.embed, 'record', 'record', 'uri')
+  if (quoted?.includes(`/${POST}/`)) uris.push(gateOf(quoted, 'app.bsky.feed.postgate'))
+  return uris
+}
+
+export class ThreadOrder {
+  private readonly db: Kysely<DatabaseSchema>
+  private readonly byRepo = new Map<string, Waiter[]>()
+  private readonly byUri = new Map<string, Set<Waiter>>()
+  private readonly byDid = new Map<string, Set<Waiter>>()
+
+  constructor(db: Kysely<DatabaseSchema>) {
+    this.db = db
+  }
+
+  /** Whether the repo has records waiting. */
+  waiting(did: string): boolean {
+    return (this.byRepo.get(did)?.length ?? 0) > 0
+  }
+
+  /** Repos with records waiting. */
+  repos(): string[] {
+    return [...this.byRepo.keys()].filter((did) => this.waiting(did))
+  }
+
+  /**
+   * A repo's events with the ops that must wait taken out (kept here). `pending`: of the DIDs
+   * given, those whose repos this backfill has yet to write.
+   */
+  async split(
+    did: string,
+    events: Commit[],
+    pending: (dids: string[]) => Promise<Set<string>>,
+  ): Promise<Commit[]> {
+    const wanted = new Map<CommitOp, string[]>()
+    for (const evt of events) {
+      for (const op of evt.ops) {
+        if (op.action === 'delete') continue
+        const uris = contextOf(op.collection, op.record)
+        if (uris.length) wanted.set(op, uris)
+      }
+    }
+    if (!wanted.size) return events
+    const all = [...new Set([...wanted.values()].flat())]
+    const [indexed, unwritten] = await Promise.all([
+      this.indexed(all),
+      pending([...new Set(all.map(didOf).filter((d) => d !== did))]),
+    ])
+    const mine = new Set(this.byRepo.get(did)?.map((w) => uriOf(w.did, w.op)))
+    const out: Commit[] = []
+    for (const evt of events) {
+      const ops = evt.ops.filter((op) => {
+        const uris = (wanted.get(op) ?? []).filter(
+          (u) => !indexed.has(u) && (mine.has(u) || (didOf(u) !== did && unwritten.has(didOf(u)))),
+        )
+        if (!uris.length) return true
+        this.add({
+          did,
+          commit: evt.commit,
+          rev: evt.rev,
+          op,
+          uris: new Set(uris),
+          dids: new Set(uris.map(didOf)),
+        })
+        mine.add(uriOf(did, op))
+        return false
+      })
+      if (ops.length) out.push({ ...evt, ops })
+    }
+    return out
+  }
+
+  /** These records were written: what waited only for them, per repo, in its order. */
+  written(uris: Iterable<string>): Map<string, CommitOp[]> {
+    const woken = new Set<Waiter>()
+    for (const uri of uris) {
+      for (const w of this.byUri.get(uri) ?? []) {
+        w.uris.delete(uri)
+        woken.add(w)
+      }
+      this.byUri.delete(uri)
+    }
+    return this.release(woken, (w) => w.uris.size === 0)
+  }
+
+  /**
+   * The repo's CAR is read to the end: a record of it not written by now never will be, except
+   * its own records still waiting here. (`failed`: those will not be written either.)
+   */
+  sealed(did: string, failed = false): Map<string, CommitOp[]> {
+    const coming = failed
+      ? new Set<string>()
+      : new Set(this.byRepo.get(did)?.map((w) => uriOf(did, w.op)))
+    const woken = new Set(this.byDid.get(did) ?? [])
+    for (const w of woken) {
+      for (const u of [...w.uris]) if (didOf(u) === did && !coming.has(u)) w.uris.delete(u)
+      if (![...w.uris].some((u) => didOf(u) === did)) {
+        w.dids.delete(did)
+        this.byDid.get(did)?.delete(w)
+      }
+    }
+    if (!this.byDid.get(did)?.size) this.byDid.delete(did)
+    return this.release(woken, (w) => w.uris.size === 0)
+  }
+
+  /** Everything still waiting (the backfill ends): written as it is. */
+  all(): Map<string, CommitOp[]> {
+    return this.release(new Set([...this.byRepo.values()].flat()), () => true)
+  }
+
+  /** The rev and commit a woken op belongs to. */
+  head(did: string): { commit: string; rev: string } | undefined {
+    return this.heads.get(did)
+  }
+
+  private readonly heads = new Map<string, { commit: string; rev: string }>()
+
+  private add(w: Waiter): void {
+    waitedTotal.inc()
+    this.heads.set(w.did, { commit: w.commit, rev: w.rev })
+    const list = this.byRepo.get(w.did) ?? []
+    list.push(w)
+    this.byRepo.set(w.did, list)
+    for (const u of w.uris) this.byUri.set(u, (this.byUri.get(u) ?? new Set()).add(w))
+    for (const d of w.dids) this.byDid.set(d, (this.byDid.get(d) ?? new Set()).add(w))
+  }
+
+  private release(woken: Set<Waiter>, ready: (w: Waiter) => boolean): Map<string, CommitOp[]> {
+    const out = new Map<string, CommitOp[]>()
+    for (const [did, list] of this.byRepo) {
+      const keep: Waiter[] = []
+      for (const w of list) {
+        if (woken.has(w) && ready(w)) {
+          out.set(did, [...(out.get(did) ?? []), w.op])
+          for (const u of w.uris) this.byUri.get(u)?.delete(w)
+          for (const d of w.dids) this.byDid.get(d)?.delete(w)
+        } else keep.push(w)
+      }
+      if (keep.length) this.byRepo.set(did, keep)
+      else this.byRepo.delete(did)
+    }
+    return out
+  }
+
+  private async indexed(uris: string[]): Promise<Set<string>> {
+    const { rows } = await sql<{ uri: string }>`
+      select uri from record where uri = any(${uris}::text[])`.execute(this.db)
+    return new Set(rows.map((r) => r.uri))
+  }
+}
+
+export const uriOf = (did: string, op: { collection: string; rkey: string }) =>
+  `at://${did}/${op.collection}/${op.rkey}`
