@@ -81,6 +81,7 @@ export * from './run/index.ts'
 export * from './report/index.ts'
 export {
   ACTIONS,
+  CorpusRepos,
   CorpusReader,
   CorpusWriter,
   DEFAULT_FIREHOSE,

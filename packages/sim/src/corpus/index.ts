@@ -19,4 +19,5 @@ export {
 } from './params.ts'
 export { recordFirehose, type RecordOptions } from './record.ts'
 export { ReplayServer, type ReplayOptions, type ReplayStatus } from './replay.ts'
+export { CorpusRepos } from './repos.ts'
 export { drainFirehose, type DrainResult } from './drain.ts'

@@ -12,6 +12,7 @@ import { SimKeys } from '../emit/keys.ts'
 import { PlcDocuments } from '../emit/plc.ts'
 import { didFor, idForHandle } from '../ids.ts'
 import { wsBinaryFrame, type CorpusReader } from './file.ts'
+import type { CorpusRepos } from './repos.ts'
 
 export interface ReplayOptions {
   corpus: CorpusReader
@@ -24,6 +25,8 @@ export interface ReplayOptions {
   rate?: number
   /** Frames already "in the past" when the server starts (a consumer starting at 0 is behind). */
   headStart?: number
+  /** Whole repos to serve by listRepos and getRepo (CorpusRepos.load). */
+  repos?: CorpusRepos
 }
 
 export interface ReplayStatus {
@@ -144,10 +147,54 @@ export class ReplayServer {
         rev: '3l3qo2vutsw2b',
       })
     }
+    if (path === '/xrpc/com.atproto.sync.listRepos' || path === '/xrpc/com.atproto.sync.getRepo') {
+      void this.repoRequest(path, url, res, send)
+      return
+    }
     const answer = this.docs.answer(path)
     if (answer) return send(answer.status, answer.body, answer.type)
     send(404, { error: 'NotFound', message: `no route ${path}` })
   }
+
+  /** listRepos (paged by user id) and getRepo (a whole repo's CAR), when repos are loaded. */
+  private async repoRequest(
+    path: string,
+    url: URL,
+    res: ServerResponse,
+    send: (status: number, body: unknown, type?: string) => void,
+  ): Promise<void> {
+    const repos = this.opts.repos
+    if (!repos) return send(501, { error: 'MethodNotImplemented', message: 'no repos loaded' })
+    if (path.endsWith('listRepos')) {
+      const limit = Math.min(1000, Math.max(1, Number(url.searchParams.get('limit') ?? 500) || 500))
+      const after = Number(url.searchParams.get('cursor') ?? 0) || 0
+      const ids = repos.ids()
+      let i = 0
+      while (i < ids.length && ids[i]! <= after) i++
+      const page = ids.slice(i, i + limit)
+      const last = page[page.length - 1]
+      return send(200, {
+        repos: page.map((id) => ({ ...repos.entry(id)!, head: undefined })),
+        cursor: page.length === limit && last !== undefined ? String(last) : undefined,
+      })
+    }
+    const did = url.searchParams.get('did') ?? ''
+    try {
+      const car = await repos.car(did)
+      if (!car) {
+        return send(400, { error: 'RepoNotFound', message: `Could not find repo for DID: ${did}` })
+      }
+      res.writeHead(200, { 'content-type': 'application/vnd.ipld.car' })
+      res.end(car)
+      this.served.bytes += car.length
+      this.served.repos++
+    } catch (err) {
+      send(500, { error: 'InternalServerError', message: String(err) })
+    }
+  }
+
+  /** Repos served by getRepo, and their bytes. */
+  readonly served = { repos: 0, bytes: 0 }
 
   private upgrade(req: IncomingMessage, socket: Socket): void {
     const url = new URL(req.url ?? '/', 'http://replay')

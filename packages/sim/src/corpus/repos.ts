@@ -1,0 +1,111 @@
+// Whole repos of the corpus's users, for backfills to fetch (com.atproto.sync.getRepo) and list
+// (listRepos). The corpus holds each commit's new blocks; reading it once in order leaves every
+// user's records as of the last commit. A repo's CAR is built on request with @atproto/repo (a
+// fresh tree of those records, committed at the user's last rev and signed with the user's key
+// from the corpus seed), so it verifies against the DID documents the replay server answers.
+import { Secp256k1Keypair } from '@atproto/crypto'
+import {
+  blocksToCarFile,
+  cborToLexRecord,
+  MemoryBlockstore,
+  readCar,
+  Repo,
+  WriteOpAction,
+} from '@atproto/repo'
+import { Frame } from '@atproto/xrpc-server'
+import { SimKeys } from '../emit/keys.ts'
+import { didFor, idForDid } from '../ids.ts'
+import type { CorpusReader } from './file.ts'
+
+interface UserRepo {
+  rev: string
+  /** Record bytes (DAG-CBOR) by `collection/rkey`. */
+  records: Map<string, Uint8Array>
+}
+
+interface CommitBody {
+  repo: string
+  rev: string
+  blocks: Uint8Array
+  ops: { action: string; path: string; cid: { toString(): string } | null }[]
+}
+
+export class CorpusRepos {
+  private readonly users = new Map<number, UserRepo>()
+  private readonly keys: SimKeys
+  /** Highest user id of the corpus (DIDs are derived from ids). */
+  private readonly maxId: number
+
+  private constructor(seed: number, maxId: number) {
+    this.keys = new SimKeys({ seed })
+    this.maxId = maxId
+  }
+
+  /** Reads the corpus once; `onProgress` every 50,000 frames. */
+  static async load(
+    corpus: CorpusReader,
+    onProgress?: (frames: number) => void,
+  ): Promise<CorpusRepos> {
+    const self = new CorpusRepos(corpus.header.seed, corpus.header.users)
+    let n = 0
+    for await (const { bytes } of corpus.messages()) {
+      if (++n % 50_000 === 0) onProgress?.(n)
+      const frame = Frame.fromBytes(bytes)
+      if (!frame.isMessage() || frame.type !== '#commit') continue
+      const body = frame.body as unknown as CommitBody
+      const id = idForDid(body.repo, self.maxId)
+      if (id === undefined) continue
+      const user = self.users.get(id) ?? { rev: body.rev, records: new Map() }
+      self.users.set(id, user)
+      user.rev = body.rev
+      const { blocks } = await readCar(body.blocks, { skipCidVerification: true })
+      for (const op of body.ops) {
+        if (op.action === 'delete' || !op.cid) {
+          user.records.delete(op.path)
+          continue
+        }
+        const bytes = blocks.get(op.cid as never)
+        if (bytes) user.records.set(op.path, bytes)
+      }
+    }
+    return self
+  }
+
+  /** Users with a repo, in id order. */
+  ids(): number[] {
+    return [...this.users.keys()].sort((a, b) => a - b)
+  }
+
+  records(): number {
+    let n = 0
+    for (const u of this.users.values()) n += u.records.size
+    return n
+  }
+
+  /** The listRepos entry of a user. */
+  entry(id: number): { did: string; rev: string; active: true } | undefined {
+    const u = this.users.get(id)
+    return u && { did: didFor(id), rev: u.rev, active: true }
+  }
+
+  /** The user's whole repo as a CAR, or undefined for a DID without one. */
+  async car(did: string): Promise<Uint8Array | undefined> {
+    const id = idForDid(did, this.maxId)
+    const user = id === undefined ? undefined : this.users.get(id)
+    if (!user || id === undefined) return undefined
+    const storage = new MemoryBlockstore()
+    const writes = [...user.records].map(([path, bytes]) => {
+      const slash = path.indexOf('/')
+      return {
+        action: WriteOpAction.Create as const,
+        collection: path.slice(0, slash) as `${string}.${string}.${string}`,
+        rkey: path.slice(slash + 1),
+        record: cborToLexRecord(bytes),
+      }
+    })
+    const key: Secp256k1Keypair = this.keys.keypair(id)
+    const commit = await Repo.formatInitCommit(storage, did, key, writes, user.rev)
+    await storage.applyCommit(commit)
+    return blocksToCarFile(commit.cid, storage.blocks)
+  }
+}
