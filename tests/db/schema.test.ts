@@ -29,6 +29,7 @@ const OUR_TABLES = [
   'openplane_graph_snapshot',
   'openplane_graph_snapshot_id_seq',
   'openplane_graph_snapshot_chunk',
+  'openplane_repo',
 ]
 
 const created: string[] = []
@@ -90,7 +91,12 @@ describe('@openplane/db schema', () => {
     const { schema: ourSchema, result } = await freshOurs()
     expect(result).toEqual({
       adopted: false,
-      applied: ['0001-stock-schema', '0002-openplane-tables', '0003-actor-ids'],
+      applied: [
+        '0001-stock-schema',
+        '0002-openplane-tables',
+        '0003-actor-ids',
+        '0004-repo-backfill',
+      ],
     })
 
     const stock = await readCatalog(admin, stockSchema, STOCK_BOOKKEEPING)
@@ -134,7 +140,7 @@ describe('@openplane/db schema', () => {
     const db = ours(schema)
     expect(await migrateToLatest(db)).toEqual({
       adopted: true,
-      applied: ['0002-openplane-tables', '0003-actor-ids'],
+      applied: ['0002-openplane-tables', '0003-actor-ids', '0004-repo-backfill'],
     })
 
     const actors = await db.db.selectFrom('actor').select(['did', 'handle']).execute()
@@ -158,6 +164,7 @@ describe('@openplane/db schema', () => {
       '0001-stock-schema',
       '0002-openplane-tables',
       '0003-actor-ids',
+      '0004-repo-backfill',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -202,7 +209,12 @@ describe('@openplane/db schema', () => {
       const db = createPgliteDb({ dataDir: path.join(dataDir, 'db'), schema: 'bsky' })
       expect(await migrateToLatest(db)).toEqual({
         adopted: false,
-        applied: ['0001-stock-schema', '0002-openplane-tables', '0003-actor-ids'],
+        applied: [
+          '0001-stock-schema',
+          '0002-openplane-tables',
+          '0003-actor-ids',
+          '0004-repo-backfill',
+        ],
       })
 
       const indexedAt = '2025-01-02T03:04:05.000Z'

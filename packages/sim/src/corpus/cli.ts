@@ -9,6 +9,7 @@ import { CorpusReader } from './file.ts'
 import { parseFirehoseParams } from './params.ts'
 import { recordFirehose } from './record.ts'
 import { ReplayServer } from './replay.ts'
+import { CorpusRepos } from './repos.ts'
 
 export const CORPUS_USAGE = `  record-firehose <params.json> --out <file> [--events <n>] [--repos <n>] [--seed <n>]
                   [--signers <n>]
@@ -16,11 +17,14 @@ export const CORPUS_USAGE = `  record-firehose <params.json> --out <file> [--eve
       sign and frame every event once and write the frames to <file> as they go on the wire;
       the flags override the file's fields; --signers: signing threads (default 2)
   serve-firehose <file> [--port <n>] [--host <h>] [--rate <events/s>] [--head-start <n>]
+                 [--serve-repos]
       serve the recorded frames as com.atproto.sync.subscribeRepos (with cursors, to any number
       of consumers), plus the users' PLC documents, handles and repo status on the same port;
       without --rate each consumer reads as fast as it can; with it the head advances in real
       time, --head-start frames ahead of the start; a consumer without a cursor starts at the
-      head, as on a relay (pass cursor 0 to read from the start); GET /_replay shows the head
+      head, as on a relay (pass cursor 0 to read from the start); GET /_replay shows the head;
+      --serve-repos: also each user's whole repo (listRepos, getRepo) as of the corpus's end,
+      once read from the corpus (/_replay says when)
   drain-firehose <ws-url> [--cursor <n>] [--max <n>] [--seconds <n>]
       read a firehose as fast as possible and print messages/s (measures the server)`
 
@@ -40,6 +44,7 @@ export async function corpusCommand(cmd: string, argv: string[]): Promise<number
       host: { type: 'string' },
       rate: { type: 'string' },
       'head-start': { type: 'string' },
+      'serve-repos': { type: 'boolean' },
       cursor: { type: 'string' },
       max: { type: 'string' },
       seconds: { type: 'string' },
@@ -107,6 +112,17 @@ export async function corpusCommand(cmd: string, argv: string[]): Promise<number
         `${corpus.summary.last_seq}) on ${server.url}` +
         (rate ? ` at ${rate} events/s` : ' as fast as each consumer reads'),
     )
+    if (values['serve-repos']) {
+      const t0 = performance.now()
+      const repos = await CorpusRepos.load(corpus, (n) =>
+        console.error(`  repos: ${n} frames read`),
+      )
+      server.serveRepos(repos)
+      console.error(
+        `serving ${repos.ids().length} repos (${repos.records()} records), read in ` +
+          `${((performance.now() - t0) / 1000).toFixed(0)} s`,
+      )
+    }
     await new Promise<void>((resolve) => {
       process.once('SIGINT', resolve)
       process.once('SIGTERM', resolve)

@@ -35,6 +35,8 @@ export interface ReplayStatus {
   head_seq: number
   head_time: string | null
   frames: number
+  /** Whole repos served (null: not loaded, or not asked for). */
+  repos: { users: number; served: number } | null
   consumers: { cursor: number; sent: number }[]
 }
 
@@ -52,10 +54,12 @@ export class ReplayServer {
   private readonly domain: string
   private startedAt = 0
   private closed = false
+  private repos: CorpusRepos | undefined
 
   private constructor(opts: ReplayOptions) {
     this.opts = opts
     this.corpus = opts.corpus
+    this.repos = opts.repos
     this.domain = opts.corpus.header.handle_domain
     this.server = http.createServer((req, res) => this.request(req, res))
     this.server.keepAliveTimeout = 60_000
@@ -111,6 +115,7 @@ export class ReplayServer {
       head_seq: head ? this.corpus.seqAt(head - 1) : 0,
       head_time: head ? new Date(this.corpus.timeAt(head - 1)).toISOString() : null,
       frames: this.corpus.frames,
+      repos: this.repos ? { users: this.repos.ids().length, served: this.served.repos } : null,
       consumers: [...this.consumers].map((c) => ({
         cursor: c.next ? this.corpus.seqAt(c.next - 1) : 0,
         sent: c.sent,
@@ -163,8 +168,8 @@ export class ReplayServer {
     res: ServerResponse,
     send: (status: number, body: unknown, type?: string) => void,
   ): Promise<void> {
-    const repos = this.opts.repos
-    if (!repos) return send(501, { error: 'MethodNotImplemented', message: 'no repos loaded' })
+    const repos = this.repos
+    if (!repos) return send(503, { error: 'NotReady', message: 'repos are not loaded (yet)' })
     if (path.endsWith('listRepos')) {
       const limit = Math.min(1000, Math.max(1, Number(url.searchParams.get('limit') ?? 500) || 500))
       const after = Number(url.searchParams.get('cursor') ?? 0) || 0
@@ -195,6 +200,11 @@ export class ReplayServer {
 
   /** Repos served by getRepo, and their bytes. */
   readonly served = { repos: 0, bytes: 0 }
+
+  /** Starts serving whole repos (loading them takes a while: the server answers meanwhile). */
+  serveRepos(repos: CorpusRepos): void {
+    this.repos = repos
+  }
 
   private upgrade(req: IncomingMessage, socket: Socket): void {
     const url = new URL(req.url ?? '/', 'http://replay')

@@ -1,0 +1,220 @@
+// pnpm bench:backfill — whole repos of the simulated network (the recorded corpus's users, served
+// by the toolkit's replay server as listRepos + getRepo, in its own process) indexed by the stock
+// and by ours, on the same repos, one after the other; then ours over every repo.
+//
+// The stock has no backfill; its nearest path is the repair it runs for one repo,
+// IndexingService.indexRepo (fetch the CAR, verify it, diff against `record`, index each record),
+// run here over the repos with the same concurrency as ours.
+//
+//   BENCH_EVENTS, BENCH_REPOS, BENCH_SEED   the corpus (default 500000, 100000, 1: bench:ingest's)
+//   BENCH_COMPARE_REPOS   repos both sides index, compared table by table (default 5000)
+//   BENCH_CONCURRENCY     repos in flight on each side (default 16)
+//   BENCH_VERIFY          1: ours checks each commit's signature (the stock always does)
+//   BENCH_SIDES           "stock,openplane" (default) or one of them
+//   BENCH_KEEP_SCHEMAS    1: keep the schemas for inspection
+import { performance } from 'node:perf_hooks'
+import { Database, RepoSubscription } from '@atproto/bsky'
+import { IdResolver } from '@atproto/identity'
+import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
+import { createPgDb, migrateToLatest } from '@openplane/db'
+import { createIdentity } from '@openplane/identity'
+import { Writer, writerDeps } from '@openplane/ingest'
+import { PG_URL, uniqueName } from '../harness/env.ts'
+import { formatTableDiff, INDEXED_TABLES, tableDiffs } from '../harness/indexer.ts'
+import { freePort, spawnReady } from '../harness/processes.ts'
+import { dropSchemas } from '../harness/stock-network.ts'
+import { wellKnown } from '../harness/well-known.ts'
+import { benchCorpus } from './corpus.ts'
+
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
+const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
+const SEED = Number(process.env.BENCH_SEED ?? 1)
+const COMPARE = Number(process.env.BENCH_COMPARE_REPOS ?? 5000)
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
+const VERIFY = process.env.BENCH_VERIFY === '1'
+const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
+const log = (...a: unknown[]) => console.log(`[bench:backfill]`, ...a)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+const { file, summary } = await benchCorpus({ events: EVENTS, repos: REPOS, seed: SEED }, log)
+log(`corpus ${file}: ${summary.frames} events, ${summary.bytes} bytes of frames`)
+
+// The replay server in its own process: building and signing each CAR costs the server, not
+// the side being measured.
+const port = await freePort()
+const httpUrl = `http://127.0.0.1:${port}`
+const replay = await spawnReady(
+  ['packages/sim/src/cli.ts', 'serve-firehose', file, '--port', String(port), '--serve-repos'],
+  {},
+  httpUrl,
+  '/_replay',
+)
+type Status = { repos: { users: number; served: number } | null }
+const status = async () => (await (await fetch(`${httpUrl}/_replay`)).json()) as Status
+log('replay server: reading the repos from the corpus…')
+const t0 = performance.now()
+while (!(await status()).repos) await sleep(1000)
+log(
+  `  ${(await status()).repos!.users} repos ready in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+)
+
+async function listed(): Promise<string[]> {
+  const dids: string[] = []
+  let cursor: string | undefined
+  for (;;) {
+    const url = new URL('/xrpc/com.atproto.sync.listRepos', httpUrl)
+    url.searchParams.set('limit', '1000')
+    if (cursor) url.searchParams.set('cursor', cursor)
+    const page = (await (await fetch(url)).json()) as { repos: { did: string }[]; cursor?: string }
+    dids.push(...page.repos.map((r) => r.did))
+    if (!page.cursor) return dids
+    cursor = page.cursor
+  }
+}
+const all = await listed()
+const compared = all.slice(0, COMPARE)
+
+interface Run {
+  name: string
+  schema: string
+  repos: number
+  records: number
+  seconds: number
+  bytes: number
+}
+
+async function recordsIn(schema: string): Promise<number> {
+  const db = createPgDb({ url: PG_URL, schema, poolSize: 1 })
+  try {
+    const row = await db.db
+      .selectFrom('record')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow()
+    return Number(row.n)
+  } finally {
+    await db.close()
+  }
+}
+
+async function stock(dids: string[]): Promise<Run> {
+  const schema = uniqueName('bench_bf_stock')
+  schemas.push(schema)
+  const db = new Database({ url: PG_URL, schema, poolSize: 10 })
+  await db.migrateToLatestOrThrow()
+  const idResolver = new IdResolver({ plcUrl: httpUrl, fetch: globalThis.fetch })
+  idResolver.handle.resolve = (handle: string) => wellKnown(httpUrl, handle)
+  const sub = new RepoSubscription({ service: httpUrl.replace(/^http/, 'ws'), db, idResolver })
+  const served0 = (await status()).repos!.served
+  const t = performance.now()
+  let next = 0
+  let failed = 0
+  const worker = async () => {
+    while (next < dids.length) {
+      const did = dids[next++]!
+      await sub.indexingSvc.indexRepo(did as never).catch(() => failed++)
+    }
+  }
+  const timer = setInterval(() => log(`  stock: ${next}/${dids.length} repos`), 10_000)
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+  await sub.background.processAll()
+  clearInterval(timer)
+  const seconds = (performance.now() - t) / 1000
+  await db.close()
+  if (failed) log(`  stock: ${failed} repos failed`)
+  const served = (await status()).repos!.served - served0
+  return {
+    name: 'stock (IndexingService.indexRepo)',
+    schema,
+    repos: served,
+    records: await recordsIn(schema),
+    seconds,
+    bytes: 0,
+  }
+}
+
+async function ours(dids: string[]): Promise<Run> {
+  const schema = uniqueName('bench_bf_ours')
+  schemas.push(schema)
+  const db = createPgDb({ url: PG_URL, schema, poolSize: 10 })
+  await migrateToLatest(db)
+  const identity = createIdentity({
+    plcUrl: httpUrl,
+    allowPrivateNetwork: true,
+    testHandles: { suffixes: ['.test'], pdsUrl: httpUrl },
+  })
+  const writer = new Writer(db.db, writerDeps(identity))
+  const backfill = new Backfill({
+    ...BACKFILL_DEFAULTS,
+    db: db.db,
+    writer,
+    idResolver: identity.idResolver,
+    verify: VERIFY,
+    concurrency: CONCURRENCY,
+    perHost: CONCURRENCY,
+  })
+  await backfill.repos.enqueue(dids)
+  const t = performance.now()
+  const timer = setInterval(() => {
+    const s = backfill.stats
+    const secs = (performance.now() - t) / 1000
+    log(
+      `  openplane: ${s.done}/${dids.length} repos, ${s.records} records, ${(s.records / secs).toFixed(0)} rec/s`,
+    )
+  }, 10_000)
+  const stats = await backfill.run({ drain: true })
+  clearInterval(timer)
+  const seconds = (performance.now() - t) / 1000
+  await db.close()
+  if (stats.failed) log(`  openplane: ${stats.failed} repos failed`)
+  return {
+    name: `openplane${VERIFY ? ' (verifying)' : ''}`,
+    schema,
+    repos: stats.done,
+    records: await recordsIn(schema),
+    seconds,
+    bytes: stats.bytes,
+  }
+}
+
+const schemas: string[] = []
+const row = (r: Run) =>
+  `| ${r.name} | ${r.repos} | ${r.records} | ${r.seconds.toFixed(1)} | ` +
+  `${(r.repos / r.seconds).toFixed(0)} | ${(r.records / r.seconds).toFixed(0)} |`
+try {
+  const runs: Run[] = []
+  log(`${compared.length} repos on each side, ${CONCURRENCY} in flight…`)
+  if (SIDES.has('stock')) runs.push(await stock(compared))
+  if (SIDES.has('openplane')) runs.push(await ours(compared))
+  console.log('')
+  console.log('| side | repos | records | seconds | repos/s | records/s |')
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: |')
+  for (const r of runs) console.log(row(r))
+  const [s, o] = runs
+  if (s && o && runs.length === 2) {
+    const diffs = await tableDiffs(s.schema, o.schema, INDEXED_TABLES, () => ['indexedAt'])
+    for (const d of diffs) console.log(formatTableDiff(d, s.schema, o.schema, 3))
+    console.log(
+      `\nside by side: stock ${(s.records / s.seconds).toFixed(0)} rec/s, openplane ` +
+        `${(o.records / o.seconds).toFixed(0)} rec/s, ratio ` +
+        `${(o.records / o.seconds / (s.records / s.seconds)).toFixed(1)}x, ` +
+        `table differences ${diffs.length}`,
+    )
+  }
+  if (SIDES.has('openplane')) {
+    log(`openplane: every repo (${all.length})…`)
+    const whole = await ours(all)
+    console.log(`\n${row(whole)}`)
+    console.log(
+      `CAR bytes fetched: ${whole.bytes} (${(whole.bytes / Math.max(1, whole.records)).toFixed(0)} per record); ` +
+        `firehose frames for the same network: ${summary.bytes} bytes over ${summary.frames} events ` +
+        `(${(summary.bytes / summary.frames).toFixed(0)} per event)`,
+    )
+    console.log(
+      `backfill: ${whole.repos} repos, ${whole.records} records, ` +
+        `${(whole.records / whole.seconds).toFixed(0)} rec/s`,
+    )
+  }
+} finally {
+  await replay.stop()
+  if (process.env.BENCH_KEEP_SCHEMAS !== '1') await dropSchemas(schemas)
+}
