@@ -15,6 +15,7 @@ import type { DatabaseSchema } from '@openplane/db'
 import type { CommitOp, IngestEvent, Writer } from '@openplane/ingest'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError } from './car.ts'
+import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
 import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
@@ -58,8 +59,10 @@ export interface BackfillOptions {
   idleTimeoutMs: number
   /** Record ops per written event; a repo's events are written a few at a time. */
   opsPerEvent: number
-  /** Events per write (transaction). */
+  /** Events of one repo handed to the writer at a time. */
   eventsPerWrite: number
+  /** Record ops per write transaction at most (several repos share one). */
+  opsPerWrite: number
 }
 
 export const BACKFILL_DEFAULTS = {
@@ -73,6 +76,7 @@ export const BACKFILL_DEFAULTS = {
   idleTimeoutMs: 60_000,
   opsPerEvent: 100,
   eventsPerWrite: 20,
+  opsPerWrite: 2000,
 } satisfies Partial<BackfillOptions>
 
 export interface BackfillStats {
@@ -109,6 +113,7 @@ export class Backfill {
   private readonly hosts: HostLimits
   private readonly busy = new Set<string>()
   private readonly order: ThreadOrder
+  private readonly committer: Committer
   private readonly parked = new Map<string, Parked>()
   /** Repos still being written whose woken records could not be written. */
   private readonly broken = new Set<string>()
@@ -129,6 +134,7 @@ export class Backfill {
     this.repos = new RepoTable(opts.db)
     this.hosts = new HostLimits(opts.perHost)
     this.order = new ThreadOrder(opts.db)
+    this.committer = new Committer(opts.writer, opts.opsPerWrite)
   }
 
   /**
@@ -347,7 +353,7 @@ export class Backfill {
       rev: done.rev,
       mark: (tx: Kysely<DatabaseSchema>) => markDone(tx, { did, ...done }),
     }
-    await this.writeRetrying(did, batch, finish)
+    await this.committer.write({ did, events: batch, finish })
     await this.wake(this.order.written(events.flatMap((e) => e.ops.map((op) => uriOf(did, op)))))
   }
 
@@ -382,24 +388,6 @@ export class Backfill {
       if (last) {
         this.parked.delete(did)
         this.repoDone(did)
-      }
-    }
-  }
-
-  /** A write Postgres refused as a whole is tried again (the writer settles a lost COMMIT). */
-  private async writeRetrying(
-    did: string,
-    events: IngestEvent[],
-    finish?: Parameters<Writer['applyRepo']>[2],
-  ): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.opts.writer.applyRepo(did, events, finish)
-        return
-      } catch (err) {
-        if (attempt >= 5) throw err
-        log.warn({ err, did, attempt }, 'backfill write failed; retrying')
-        await new Promise((r) => setTimeout(r, 1000 * attempt))
       }
     }
   }

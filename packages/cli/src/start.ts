@@ -55,7 +55,7 @@ export async function start(config: Config): Promise<Running> {
     if (fast) writer.onCommitted(fast.fanout.onCommitted)
     prefetch = new IdentityPrefetch(db.db, deps)
     if (config.backfill.concurrency > 0) {
-      // Repos asked for by `openplane backfill --enqueue-only`, or by #sync events below.
+      // Repos asked for by `openplane backfill` while this process holds the writer.
       backfill = new Backfill({
         ...BACKFILL_DEFAULTS,
         db: db.db,
@@ -68,7 +68,6 @@ export async function start(config: Config): Promise<Running> {
       })
       backfilling = backfill.run({ drain: false })
     }
-    const resync = backfill?.repos
     for (const source of config.firehoseUrls) {
       const indexer = new Indexer({
         source,
@@ -83,12 +82,6 @@ export async function start(config: Config): Promise<Running> {
         initialCursor: config.initialCursor,
         prefetch,
         headProbeMs: config.headProbeMs,
-        onResync: resync
-          ? (did) =>
-              void resync
-                .enqueue([did], { refetch: true })
-                .catch((err: unknown) => log.error({ err, did }, 'could not ask for a refetch'))
-          : undefined,
       })
       await indexer.start()
       indexers.push(indexer)

@@ -6,6 +6,7 @@ export {
   BACKFILL_SOURCE,
   Writer,
   type CommitListener,
+  type RepoChunk,
   type RepoFinish,
   type WriterDeps,
 } from './writer.ts'

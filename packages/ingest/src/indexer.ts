@@ -54,11 +54,6 @@ export interface IndexerOptions {
   prefetch?: IdentityPrefetch
   /** How often to read the source's live head for lag in events (default 30 s; 0: never). */
   headProbeMs?: number
-  /**
-   * A `#sync` event says the repo is now at a commit the stream did not show the way to (sync
-   * 1.1): called with its DID, to fetch the whole repo again.
-   */
-  onResync?: (did: string) => void
 }
 
 export interface IndexerState {
@@ -192,7 +187,6 @@ export class Indexer {
       }
       this.readSeq = res.event.seq
       this.opts.prefetch?.see(res.event.did, res.event.time)
-      if (res.event.type === 'sync') this.opts.onResync?.(res.event.did)
       this.pending.push(res.event)
     } else if (res.kind === 'error') {
       frames.inc({ outcome: 'error_frame' })

@@ -66,6 +66,13 @@ export interface RepoFinish {
   mark(tx: Kysely<DatabaseSchema>): Promise<void>
 }
 
+/** A repo's events to write in a backfill; `finish` on its last chunk. */
+export interface RepoChunk {
+  did: string
+  events: IngestEvent[]
+  finish?: RepoFinish
+}
+
 /** Committed changes of backfill batches reach listeners under this source. */
 export const BACKFILL_SOURCE = 'backfill'
 
@@ -155,21 +162,23 @@ export class Writer {
   }
 
   /**
-   * Writes a chunk of a repo's backfill (events made from its CAR), or, keyed by another name,
-   * other backfill work. The last chunk (`finish`) also writes the live events held for the repo
-   * that are newer than the fetched rev, and the repo's state, in the same transaction; the repo
-   * is released once it commits. Retried like applyBatch.
+   * Writes chunks of repos' backfills (events made from their CARs), several repos to one
+   * transaction. A repo's last chunk (`finish`) also writes the live events held for it that are
+   * newer than the fetched rev, and its state, in the same transaction; such repos are released
+   * once it commits. Retried like applyBatch (one caller: the backfill writes in turn).
    */
-  applyRepo(did: string, events: IngestEvent[], finish?: RepoFinish): Promise<void> {
+  applyRepos(parts: RepoChunk[]): Promise<void> {
     return this.exclusive(async () => {
-      const batch = finish ? [...events, ...this.gate.newer(did, finish.rev)] : events
+      const batch = parts.flatMap((p) =>
+        p.finish ? [...p.events, ...this.gate.newer(p.did, p.finish.rev)] : p.events,
+      )
       const position: Position = async (tx) => {
-        await finish?.mark(tx)
+        for (const p of parts) await p.finish?.mark(tx)
         const { rows } = await sql<{ xid: string }>`select txid_current()::text as xid`.execute(tx)
         return rows[0]!.xid
       }
-      await this.write(`${BACKFILL_SOURCE}:${did}`, batch, 0, position)
-      if (finish) this.gate.release(did, finish.rev)
+      await this.write(BACKFILL_SOURCE, batch, 0, position)
+      for (const p of parts) if (p.finish) this.gate.release(p.did, p.finish.rev)
     })
   }
 
@@ -351,10 +360,8 @@ export class Writer {
     // What another source planned ahead did not see this batch's rows.
     for (const [other, ahead] of this.ahead) if (other !== source) ahead.valid = false
     for (const emit of outcome.pending) emit()
-    // Listeners follow live sources by cursor; every backfill is one source without one.
-    const committed = source.startsWith(`${BACKFILL_SOURCE}:`)
-      ? { source: BACKFILL_SOURCE, cursor: 0 }
-      : { source, cursor }
+    // Listeners follow live sources by cursor; the backfill has none.
+    const committed = source === BACKFILL_SOURCE ? { source, cursor: 0 } : { source, cursor }
     for (const listener of this.listeners) {
       try {
         listener(outcome.changes, committed)
