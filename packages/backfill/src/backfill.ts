@@ -139,7 +139,7 @@ export class Backfill {
 
   /**
    * Works until no repo is left to take (`drain`), or until stopped, looking for new work every
-   * `pollMs` when idle (beside a live indexer: community members, #sync refetches).
+   * `pollMs` when idle (beside a live indexer: repos asked for by `openplane backfill`).
    */
   async run(opts: { drain: boolean; pollMs?: number }): Promise<BackfillStats> {
     const running = new Set<Promise<void>>()
@@ -189,6 +189,8 @@ export class Backfill {
           if (outcome === 'done') this.repoDone(did)
           return
         } catch (err) {
+          // Its records waiting for context come again with the next fetch.
+          this.order.drop(did)
           const retryIn = this.retryDelay(err, attempt)
           if (retryIn !== undefined && !this.stopping) {
             log.debug({ did, attempt, err: messageOf(err), retryIn }, 'repo fetch failed; retrying')
@@ -240,7 +242,8 @@ export class Backfill {
     await this.repos.markFailed(did, reason, host).catch((e: unknown) => {
       log.error({ err: e, did }, 'could not record a failed repo')
     })
-    // Replies waiting for this repo's records will not get them.
+    // Its own waiting records go with it; replies waiting for its records will not get them.
+    this.order.drop(did)
     await this.wake(this.order.sealed(did, true))
   }
 

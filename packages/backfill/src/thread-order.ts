@@ -155,6 +155,15 @@ export class ThreadOrder {
     return this.release(woken, (w) => w.uris.size === 0)
   }
 
+  /** Forgets the repo's waiting records (its fetch failed: they come again with the next one). */
+  drop(did: string): void {
+    for (const w of this.byRepo.get(did) ?? []) {
+      for (const u of w.uris) this.byUri.get(u)?.delete(w)
+      for (const d of w.dids) this.byDid.get(d)?.delete(w)
+    }
+    this.byRepo.delete(did)
+  }
+
   /** Everything still waiting (the backfill ends): written as it is. */
   all(): Map<string, CommitOp[]> {
     return this.release(new Set([...this.byRepo.values()].flat()), () => true)
