@@ -25,17 +25,20 @@ export class RepoTable {
    */
   async enqueue(dids: string[], opts: { refetch?: boolean } = {}): Promise<number> {
     if (!dids.length) return 0
-    const rows = [...new Set(dids)].map((did) => ({ did }))
-    const res = await this.db
-      .insertInto('openplane_repo')
-      .values(rows)
-      .onConflict((oc) =>
-        opts.refetch
-          ? oc.column('did').doUpdateSet({ state: 'pending', reason: null, updatedAt: sql`now()` })
-          : oc.column('did').doNothing(),
-      )
-      .executeTakeFirst()
-    return Number(res.numInsertedOrUpdatedRows ?? 0)
+    // One array parameter, however many DIDs (a statement binds at most 65,535 values).
+    const list = [...new Set(dids)]
+    const conflict = opts.refetch
+      ? sql`do update set state = 'pending', reason = null, "updatedAt" = now()`
+      : sql`do nothing`
+    let added = 0
+    for (let i = 0; i < list.length; i += 50_000) {
+      const res = await sql`
+        insert into openplane_repo (did)
+        select unnest(${list.slice(i, i + 50_000)}::text[])
+        on conflict (did) ${conflict}`.execute(this.db)
+      added += Number(res.numAffectedRows ?? 0)
+    }
+    return added
   }
 
   /** Up to `limit` repos to fetch, oldest request first, skipping `busy`; failed ones if asked. */
@@ -44,7 +47,7 @@ export class RepoTable {
       .selectFrom('openplane_repo')
       .select('did')
       .where('state', 'in', retryFailed ? ['pending', 'failed'] : ['pending'])
-      .$if(busy.size > 0, (q) => q.where('did', 'not in', [...busy]))
+      .$if(busy.size > 0, (q) => q.where(sql<boolean>`did <> all(${[...busy]}::text[])`))
       .orderBy('enqueuedAt')
       .orderBy('did')
       .limit(limit)
