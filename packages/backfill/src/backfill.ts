@@ -19,7 +19,7 @@ import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
 import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
-import { markDone, RepoTable } from './repos.ts'
+import { markDone, RepoTable, type RepoKey } from './repos.ts'
 import { ThreadOrder, uriOf } from './thread-order.ts'
 
 const log = childLogger('backfill')
@@ -146,7 +146,7 @@ export class Backfill {
     let retryFailed = this.opts.retryFailed
     while (!this.stopping) {
       const room = this.opts.concurrency - running.size
-      const dids = room > 0 ? await this.repos.next(room, this.busy, retryFailed) : []
+      const dids = room > 0 ? await this.take(room, retryFailed) : []
       for (const did of dids) {
         this.busy.add(did)
         const one: Promise<void> = this.one(did).finally(() => running.delete(one))
@@ -154,7 +154,7 @@ export class Backfill {
       }
       if (running.size === 0 && dids.length === 0) {
         // Records still waiting for context no repo will bring: written as they are.
-        if (this.order.repos().length) {
+        if (this.order.any()) {
           await this.wake(this.order.all())
           continue
         }
@@ -168,6 +168,30 @@ export class Backfill {
     }
     await Promise.all(running)
     return this.stats
+  }
+
+  /** Where the scan of the state table for repos to fetch is (it wraps around at the end). */
+  private cursor: RepoKey | undefined
+
+  /**
+   * Up to `room` repos to fetch that are not busy. Scans forward, so repos waiting for context
+   * (busy, still pending) are passed once per round, not at every call; none: a round ended.
+   */
+  private async take(room: number, retryFailed: boolean): Promise<string[]> {
+    const dids: string[] = []
+    for (;;) {
+      const page = await this.repos.page(200, this.cursor, retryFailed)
+      for (const r of page) {
+        this.cursor = r.key
+        if (this.busy.has(r.did)) continue
+        dids.push(r.did)
+        if (dids.length >= room) return dids
+      }
+      if (page.length < 200) {
+        this.cursor = undefined
+        return dids
+      }
+    }
   }
 
   /** Stops taking repos; run() returns once those in flight are written or given up. */

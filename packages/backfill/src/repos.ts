@@ -6,6 +6,12 @@ import type { DatabaseSchema } from '@openplane/db'
 
 type Db = Kysely<DatabaseSchema>
 
+/** Where a page of repos to fetch ends (request time, then DID). */
+export interface RepoKey {
+  at: string
+  did: string
+}
+
 export interface RepoCounts {
   pending: number
   done: number
@@ -41,18 +47,28 @@ export class RepoTable {
     return added
   }
 
-  /** Up to `limit` repos to fetch, oldest request first, skipping `busy`; failed ones if asked. */
-  async next(limit: number, busy: ReadonlySet<string>, retryFailed: boolean): Promise<string[]> {
+  /**
+   * Repos to fetch in request order, after `after` (a key from an earlier page), failed ones too
+   * if asked; a page shorter than `limit` is the end.
+   */
+  async page(
+    limit: number,
+    after: RepoKey | undefined,
+    retryFailed: boolean,
+  ): Promise<{ did: string; key: RepoKey }[]> {
     const rows = await this.db
       .selectFrom('openplane_repo')
-      .select('did')
+      // As text: a Date would drop the microseconds the next page starts after.
+      .select(['did', sql<string>`"enqueuedAt"::text`.as('at')])
       .where('state', 'in', retryFailed ? ['pending', 'failed'] : ['pending'])
-      .$if(busy.size > 0, (q) => q.where(sql<boolean>`did <> all(${[...busy]}::text[])`))
+      .$if(after !== undefined, (q) =>
+        q.where(sql<boolean>`("enqueuedAt", did) > (${after!.at}::timestamptz, ${after!.did})`),
+      )
       .orderBy('enqueuedAt')
       .orderBy('did')
       .limit(limit)
       .execute()
-    return rows.map((r) => r.did)
+    return rows.map((r) => ({ did: r.did, key: { at: r.at, did: r.did } }))
   }
 
   async markFailed(did: string, reason: string, host: string | undefined): Promise<void> {

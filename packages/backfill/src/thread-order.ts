@@ -70,9 +70,9 @@ export class ThreadOrder {
     return (this.byRepo.get(did)?.length ?? 0) > 0
   }
 
-  /** Repos with records waiting. */
-  repos(): string[] {
-    return [...this.byRepo.keys()].filter((did) => this.waiting(did))
+  /** Whether any repo has records waiting. */
+  any(): boolean {
+    return this.byRepo.size > 0
   }
 
   /**
@@ -188,7 +188,9 @@ export class ThreadOrder {
 
   private release(woken: Set<Waiter>, ready: (w: Waiter) => boolean): Map<string, CommitOp[]> {
     const out = new Map<string, CommitOp[]>()
-    for (const [did, list] of this.byRepo) {
+    // Only the repos of woken records (not every repo waiting: thousands may wait at once).
+    for (const did of new Set([...woken].map((w) => w.did))) {
+      const list = this.byRepo.get(did) ?? []
       const keep: Waiter[] = []
       for (const w of list) {
         if (woken.has(w) && ready(w)) {
