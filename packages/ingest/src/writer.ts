@@ -10,6 +10,8 @@
 // settled by asking Postgres, so a batch's changes reach the listeners exactly once whether or
 // not it committed. Graph and timeline changes come from the plan's net writes, never from
 // whether a statement happened to add rows, so a retried batch can neither drop nor double one.
+// Batches of every source (live streams, the backfill) are written one at a time, and live events
+// of a repo being backfilled are set aside until its backfill is written (repo-gate.ts).
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
