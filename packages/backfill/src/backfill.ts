@@ -12,7 +12,7 @@
 import { parseToAtprotoDocument, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import type { CommitOp, IngestEvent, Writer } from '@openplane/ingest'
+import type { IngestEvent, Writer } from '@openplane/ingest'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError } from './car.ts'
 import { Committer } from './committer.ts'
@@ -20,7 +20,7 @@ import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
 import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
 import { markDone, RepoTable, type RepoKey } from './repos.ts'
-import { ThreadOrder, uriOf } from './thread-order.ts'
+import { ThreadOrder, uriOf, type Woken } from './thread-order.ts'
 
 const log = childLogger('backfill')
 const reposTotal = counter('openplane_backfill_repos_total', 'Repos backfilled, by outcome', [
@@ -385,15 +385,15 @@ export class Backfill {
   }
 
   /** Writes records that stopped waiting; a parked repo left with none is done. */
-  private async wake(woken: Map<string, CommitOp[]>): Promise<void> {
-    for (const [did, ops] of woken) {
-      const head = this.order.head(did)!
+  private async wake(woken: Map<string, Woken>): Promise<void> {
+    for (const [did, { commit, rev, ops }] of woken) {
       const evt: Commit = {
         type: 'commit',
         seq: ++this.seq,
         time: new Date().toISOString(),
         did,
-        ...head,
+        commit,
+        rev,
         ops,
       }
       const parked = this.parked.get(did)

@@ -55,6 +55,13 @@ export function contextOf(collection: string, record: unknown): string[] {
   return uris
 }
 
+/** Records of one repo that stopped waiting, with the commit they belong to. */
+export interface Woken {
+  commit: string
+  rev: string
+  ops: CommitOp[]
+}
+
 export class ThreadOrder {
   private readonly db: Kysely<DatabaseSchema>
   private readonly byRepo = new Map<string, Waiter[]>()
@@ -123,7 +130,7 @@ export class ThreadOrder {
   }
 
   /** These records were written: what waited only for them, per repo, in its order. */
-  written(uris: Iterable<string>): Map<string, CommitOp[]> {
+  written(uris: Iterable<string>): Map<string, Woken> {
     const woken = new Set<Waiter>()
     for (const uri of uris) {
       for (const w of this.byUri.get(uri) ?? []) {
@@ -139,7 +146,7 @@ export class ThreadOrder {
    * The repo's CAR is read to the end: a record of it not written by now never will be, except
    * its own records still waiting here. (`failed`: those will not be written either.)
    */
-  sealed(did: string, failed = false): Map<string, CommitOp[]> {
+  sealed(did: string, failed = false): Map<string, Woken> {
     const coming = failed
       ? new Set<string>()
       : new Set(this.byRepo.get(did)?.map((w) => uriOf(did, w.op)))
@@ -165,20 +172,12 @@ export class ThreadOrder {
   }
 
   /** Everything still waiting (the backfill ends): written as it is. */
-  all(): Map<string, CommitOp[]> {
+  all(): Map<string, Woken> {
     return this.release(new Set([...this.byRepo.values()].flat()), () => true)
   }
 
-  /** The rev and commit a woken op belongs to. */
-  head(did: string): { commit: string; rev: string } | undefined {
-    return this.heads.get(did)
-  }
-
-  private readonly heads = new Map<string, { commit: string; rev: string }>()
-
   private add(w: Waiter): void {
     waitedTotal.inc()
-    this.heads.set(w.did, { commit: w.commit, rev: w.rev })
     const list = this.byRepo.get(w.did) ?? []
     list.push(w)
     this.byRepo.set(w.did, list)
@@ -186,15 +185,17 @@ export class ThreadOrder {
     for (const d of w.dids) this.byDid.set(d, (this.byDid.get(d) ?? new Set()).add(w))
   }
 
-  private release(woken: Set<Waiter>, ready: (w: Waiter) => boolean): Map<string, CommitOp[]> {
-    const out = new Map<string, CommitOp[]>()
+  private release(woken: Set<Waiter>, ready: (w: Waiter) => boolean): Map<string, Woken> {
+    const out = new Map<string, Woken>()
     // Only the repos of woken records (not every repo waiting: thousands may wait at once).
     for (const did of new Set([...woken].map((w) => w.did))) {
       const list = this.byRepo.get(did) ?? []
       const keep: Waiter[] = []
       for (const w of list) {
         if (woken.has(w) && ready(w)) {
-          out.set(did, [...(out.get(did) ?? []), w.op])
+          const got = out.get(did) ?? { commit: w.commit, rev: w.rev, ops: [] }
+          got.ops.push(w.op)
+          out.set(did, got)
           for (const u of w.uris) this.byUri.get(u)?.delete(w)
           for (const d of w.dids) this.byDid.get(d)?.delete(w)
         } else keep.push(w)

@@ -53,11 +53,6 @@ export class RepoGate {
     return this.held.has(did)
   }
 
-  /** How many repos are held now. */
-  get size(): number {
-    return this.held.size
-  }
-
   /**
    * The batch with each event of a held repo set aside (a skip in its place), and each commit a
    * recent backfill already covered dropped. Idempotent: a batch given again (a retry) holds
