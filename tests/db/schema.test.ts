@@ -96,6 +96,7 @@ describe('@openplane/db schema', () => {
         '0002-openplane-tables',
         '0003-actor-ids',
         '0004-repo-backfill',
+        '0005-repo-purge',
       ],
     })
 
@@ -140,7 +141,7 @@ describe('@openplane/db schema', () => {
     const db = ours(schema)
     expect(await migrateToLatest(db)).toEqual({
       adopted: true,
-      applied: ['0002-openplane-tables', '0003-actor-ids', '0004-repo-backfill'],
+      applied: ['0002-openplane-tables', '0003-actor-ids', '0004-repo-backfill', '0005-repo-purge'],
     })
 
     const actors = await db.db.selectFrom('actor').select(['did', 'handle']).execute()
@@ -165,6 +166,7 @@ describe('@openplane/db schema', () => {
       '0002-openplane-tables',
       '0003-actor-ids',
       '0004-repo-backfill',
+      '0005-repo-purge',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -214,6 +216,7 @@ describe('@openplane/db schema', () => {
           '0002-openplane-tables',
           '0003-actor-ids',
           '0004-repo-backfill',
+          '0005-repo-purge',
         ],
       })
 

@@ -1,4 +1,7 @@
 // Configuration errors name the variable; defaults are the documented ones.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, readConfig } from '../../packages/cli/src/config.ts'
 
@@ -90,5 +93,46 @@ describe('configuration from env', () => {
     expect(c.firehoseUrls).toEqual(['wss://relay1.example', 'wss://relay2.example'])
     expect(c.verifyCommits).toBe(true)
     expect(c.initialCursor).toBe(12345)
+  })
+
+  it('reads a community from DIDs, a DID file and lists, and names the variable at fault', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'opcfg-'))
+    const file = path.join(dir, 'members.txt')
+    writeFileSync(file, '# members\ndid:plc:bbb\n\ndid:web:example.com # a web DID\n')
+    try {
+      expect(readConfig({}).community).toBeUndefined()
+      const c = readConfig({
+        DATAPLANE_COMMUNITY_DIDS: 'did:plc:aaa, did:plc:bbb',
+        DATAPLANE_COMMUNITY_DIDS_FILE: file,
+        DATAPLANE_COMMUNITY_LISTS: 'at://did:plc:owner/app.bsky.graph.list/3kabc',
+        DATAPLANE_COMMUNITY_FOLLOWS: 'true',
+      })
+      expect(c.community).toEqual({
+        dids: ['did:plc:aaa', 'did:plc:bbb', 'did:web:example.com'],
+        lists: ['at://did:plc:owner/app.bsky.graph.list/3kabc'],
+        follows: true,
+      })
+      const bad: [Record<string, string>, RegExp][] = [
+        [
+          { DATAPLANE_COMMUNITY_DIDS: 'did:plc:aaa,alice.bsky.social' },
+          /DATAPLANE_COMMUNITY_DIDS:2/,
+        ],
+        [
+          { DATAPLANE_COMMUNITY_DIDS_FILE: path.join(dir, 'none') },
+          /DATAPLANE_COMMUNITY_DIDS_FILE/,
+        ],
+        [
+          { DATAPLANE_COMMUNITY_LISTS: 'at://did:plc:owner/app.bsky.feed.post/3kabc' },
+          /DATAPLANE_COMMUNITY_LISTS/,
+        ],
+        [{ DATAPLANE_COMMUNITY_FOLLOWS: 'true' }, /DATAPLANE_COMMUNITY_FOLLOWS needs/],
+      ]
+      for (const [env, message] of bad) {
+        expect(() => readConfig(env)).toThrow(ConfigError)
+        expect(() => readConfig(env)).toThrow(message)
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

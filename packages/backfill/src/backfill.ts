@@ -9,17 +9,20 @@
 // PDS says is gone, a CAR that does not parse or verify, or a DID that does not resolve to a PDS
 // is marked failed with the reason (a later run retries failed repos if asked). None of them
 // stops the others.
+//
+// In a community deployment the worker fetches only repos of accounts in its scope, and removes
+// the index of accounts queued for purging (they left the community) before fetching more.
 import { parseToAtprotoDocument, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import type { IngestEvent, Writer } from '@openplane/ingest'
+import type { IngestEvent, Scope, Writer } from '@openplane/ingest'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError } from './car.ts'
 import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
 import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
-import { markDone, RepoTable, type RepoKey } from './repos.ts'
+import { markDone, markPurged, RepoTable, type RepoKey } from './repos.ts'
 import { ThreadOrder, uriOf, type Woken } from './thread-order.ts'
 
 const log = childLogger('backfill')
@@ -63,6 +66,8 @@ export interface BackfillOptions {
   eventsPerWrite: number
   /** Record ops per write transaction at most (several repos share one). */
   opsPerWrite: number
+  /** The accounts indexed, in a community deployment: others are neither fetched nor kept. */
+  scope?: Scope
 }
 
 export const BACKFILL_DEFAULTS = {
@@ -87,6 +92,8 @@ export interface BackfillStats {
   bytes: number
   /** Fetches that failed and will be retried or were given up. */
   errors: number
+  /** Accounts whose index was removed (they left the community). */
+  purged: number
   inFlight: number
 }
 
@@ -126,6 +133,7 @@ export class Backfill {
     records: 0,
     bytes: 0,
     errors: 0,
+    purged: 0,
     inFlight: 0,
   }
 
@@ -145,6 +153,7 @@ export class Backfill {
     const running = new Set<Promise<void>>()
     let retryFailed = this.opts.retryFailed
     while (!this.stopping) {
+      if (await this.purgeSome()) continue
       const room = this.opts.concurrency - running.size
       const dids = room > 0 ? await this.take(room, retryFailed) : []
       for (const did of dids) {
@@ -160,7 +169,7 @@ export class Backfill {
         }
         // Failed repos are retried once per run, after the pending ones.
         retryFailed = false
-        if (opts.drain) break
+        if (opts.drain && !(await this.joinersQueued())) break
         await new Promise((r) => setTimeout(r, opts.pollMs ?? 2000))
         continue
       }
@@ -168,6 +177,21 @@ export class Backfill {
     }
     await Promise.all(running)
     return this.stats
+  }
+
+  /** Removes the index of every account queued for purging; how many were purged. */
+  async purgeQueued(): Promise<number> {
+    const before = this.stats.purged
+    while (!this.stopping && (await this.purgeSome()));
+    return this.stats.purged - before
+  }
+
+  /** Whether accounts that just joined the community were queued, once it took them in. */
+  private async joinersQueued(): Promise<boolean> {
+    if (!this.opts.scope) return false
+    await this.opts.scope.settled()
+    const counts = await this.repos.counts()
+    return counts.pending + counts.purge > 0
   }
 
   /** Where the scan of the state table for repos to fetch is (it wraps around at the end). */
@@ -179,19 +203,55 @@ export class Backfill {
    */
   private async take(room: number, retryFailed: boolean): Promise<string[]> {
     const dids: string[] = []
-    for (;;) {
-      const page = await this.repos.page(200, this.cursor, retryFailed)
-      for (const r of page) {
-        this.cursor = r.key
-        if (this.busy.has(r.did)) continue
-        dids.push(r.did)
-        if (dids.length >= room) return dids
+    const outside: string[] = []
+    try {
+      for (;;) {
+        const page = await this.repos.page(200, this.cursor, retryFailed)
+        for (const r of page) {
+          this.cursor = r.key
+          if (this.busy.has(r.did)) continue
+          if (this.opts.scope && !this.opts.scope.has(r.did)) outside.push(r.did)
+          else dids.push(r.did)
+          if (dids.length >= room) return dids
+        }
+        if (page.length < 200) {
+          this.cursor = undefined
+          return dids
+        }
       }
-      if (page.length < 200) {
-        this.cursor = undefined
-        return dids
+    } finally {
+      if (outside.length) {
+        reposTotal.inc({ outcome: 'out_of_scope' }, outside.length)
+        log.info({ repos: outside.length }, 'repos outside the community not fetched')
+        await this.repos.forget(outside)
       }
     }
+  }
+
+  /**
+   * Removes the index of some accounts queued for purging, in one transaction; whether there were
+   * any. One back in the community meanwhile is fetched again instead.
+   */
+  private async purgeSome(): Promise<boolean> {
+    const queued = (await this.repos.toPurge(100)).filter((did) => !this.busy.has(did))
+    if (!queued.length) return false
+    const back = queued.filter((did) => this.opts.scope?.has(did))
+    if (back.length) await this.repos.enqueue(back, { refetch: true })
+    const gone = queued.filter((did) => !this.opts.scope?.has(did))
+    if (gone.length) {
+      try {
+        await this.opts.writer.purge(gone, (tx) => markPurged(tx, gone))
+      } catch (err) {
+        // Still queued: tried again on a later round.
+        log.error({ err, accounts: gone.length }, 'purge failed; retrying later')
+        await new Promise((r) => setTimeout(r, 1000))
+        return false
+      }
+      reposTotal.inc({ outcome: 'purged' }, gone.length)
+      this.stats.purged += gone.length
+      log.info({ accounts: gone.length }, 'purged accounts outside the community')
+    }
+    return true
   }
 
   /** Stops taking repos; run() returns once those in flight are written or given up. */

@@ -78,12 +78,16 @@ export async function* listReposByCollection(
 
 /** DIDs from a file: one per line, blank lines and `#` comments ignored; others are errors. */
 export async function readDidList(path: string): Promise<string[]> {
-  const text = await readFile(path, 'utf8')
+  return parseDidList(await readFile(path, 'utf8'), path)
+}
+
+/** DIDs one per line (`#` starts a comment); `source` names where they came from in errors. */
+export function parseDidList(text: string, source: string): string[] {
   const dids: string[] = []
   for (const [i, raw] of text.split('\n').entries()) {
     const line = raw.replace(/#.*/, '').trim()
     if (!line) continue
-    if (!DID.test(line)) throw new Error(`${path}:${i + 1}: not a DID: ${line.slice(0, 80)}`)
+    if (!DID.test(line)) throw new Error(`${source}:${i + 1}: not a DID: ${line.slice(0, 80)}`)
     dids.push(line)
   }
   return dids

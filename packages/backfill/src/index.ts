@@ -7,4 +7,4 @@ export {
 export { RepoTable, type RepoCounts } from './repos.ts'
 export { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 export { readRepoCar, RepoCarError } from './car.ts'
-export { listRepos, listReposByCollection, readDidList } from './enumerate.ts'
+export { listRepos, listReposByCollection, parseDidList, readDidList } from './enumerate.ts'

@@ -16,6 +16,8 @@ export interface RepoCounts {
   pending: number
   done: number
   failed: number
+  /** Accounts that left a community, their index still to be removed. */
+  purge: number
 }
 
 export class RepoTable {
@@ -71,6 +73,47 @@ export class RepoTable {
     return rows.map((r) => ({ did: r.did, key: { at: r.at, did: r.did } }))
   }
 
+  /**
+   * Asks for these accounts' index to be removed (they left the community), by whichever process
+   * holds the writer. Returns how many were asked for.
+   */
+  async enqueuePurge(dids: string[]): Promise<number> {
+    let added = 0
+    const list = [...new Set(dids)]
+    for (let i = 0; i < list.length; i += 50_000) {
+      const res = await sql`
+        insert into openplane_repo (did, state)
+        select unnest(${list.slice(i, i + 50_000)}::text[]), 'purge'
+        on conflict (did) do update set state = 'purge', reason = null, "updatedAt" = now()`.execute(
+        this.db,
+      )
+      added += Number(res.numAffectedRows ?? 0)
+    }
+    return added
+  }
+
+  /** Accounts queued for purging, oldest first. */
+  async toPurge(limit: number): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('openplane_repo')
+      .select('did')
+      .where('state', '=', 'purge')
+      .orderBy('enqueuedAt')
+      .limit(limit)
+      .execute()
+    return rows.map((r) => r.did)
+  }
+
+  /** Drops requests for repos not to be fetched after all (outside the community). */
+  async forget(dids: string[]): Promise<void> {
+    if (!dids.length) return
+    await this.db
+      .deleteFrom('openplane_repo')
+      .where('did', 'in', dids)
+      .where('state', 'in', ['pending', 'failed'])
+      .execute()
+  }
+
   async markFailed(did: string, reason: string, host: string | undefined): Promise<void> {
     await this.db
       .updateTable('openplane_repo')
@@ -91,7 +134,7 @@ export class RepoTable {
       .select(['state', sql<string>`count(*)`.as('n')])
       .groupBy('state')
       .execute()
-    const counts: RepoCounts = { pending: 0, done: 0, failed: 0 }
+    const counts: RepoCounts = { pending: 0, done: 0, failed: 0, purge: 0 }
     for (const r of rows) counts[r.state] = Number(r.n)
     return counts
   }
@@ -129,5 +172,17 @@ export async function markDone(
         updatedAt: sql`now()`,
       }),
     )
+    .execute()
+}
+
+/**
+ * Forgets purged accounts, inside the transaction that removes their index; one asked for again
+ * meanwhile (back in the community: pending) keeps its row.
+ */
+export async function markPurged(tx: Db, dids: string[]): Promise<void> {
+  await tx
+    .deleteFrom('openplane_repo')
+    .where('did', 'in', dids)
+    .where('state', '=', 'purge')
     .execute()
 }

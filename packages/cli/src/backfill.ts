@@ -1,7 +1,8 @@
 // `openplane backfill`: asks for repos to be fetched (from a relay's or PDS's listing, the repos
 // holding a collection, or a DID list), then fetches and indexes them with a progress bar, or,
 // when `openplane start` holds the writer, leaves them to its backfill worker and follows the
-// progress from the state table.
+// progress from the state table. In a community deployment it asks for the community's accounts,
+// and fetches no one else.
 import { parseArgs } from 'node:util'
 import cliProgress from 'cli-progress'
 import {
@@ -13,6 +14,7 @@ import {
   RepoTable,
   type BackfillStats,
 } from '@openplane/backfill'
+import { Community } from '@openplane/community'
 import type { Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
 import { Writer, writerDeps } from '@openplane/ingest'
@@ -28,7 +30,8 @@ export const BACKFILL_USAGE = `usage: openplane backfill [options]
   --retry-failed        fetch again the repos an earlier run could not
   --enqueue-only        ask for the repos and exit (a running \`openplane start\` fetches them)
   --status              print the state of the backfill and exit
-Repos already done are not fetched again. Settings from env: DATAPLANE_BACKFILL_CONCURRENCY,
+Repos already done are not fetched again. With DATAPLANE_COMMUNITY_* set, the community's accounts
+are asked for, and repos outside it are not fetched. Settings from env: DATAPLANE_BACKFILL_CONCURRENCY,
 DATAPLANE_BACKFILL_PER_HOST, DATAPLANE_BACKFILL_MEMORY_MB, DATAPLANE_VERIFY_COMMITS, DB_POSTGRES_*.`
 
 export async function backfillCommand(config: Config, argv: string[]): Promise<number> {
@@ -38,6 +41,9 @@ export async function backfillCommand(config: Config, argv: string[]): Promise<n
   const db = await openDatabase(config)
   try {
     const repos = new RepoTable(db.db)
+    const community = config.community
+      ? await Community.open(db.db, config.community, true)
+      : undefined
     let asked = 0
     if (values.from) asked += await enqueueListed(repos, values.from, values.collection)
     if (values.dids) asked += await repos.enqueue(dids)
@@ -53,7 +59,7 @@ export async function backfillCommand(config: Config, argv: string[]): Promise<n
       return 0
     }
     try {
-      const stats = await run(config, db, values['retry-failed'])
+      const stats = await run(config, db, values['retry-failed'], community)
       printStatus(await repos.counts(), await repos.failures())
       return stats.failed ? 1 : 0
     } finally {
@@ -114,13 +120,20 @@ async function enqueueListed(repos: RepoTable, from: string, collection?: string
   return added
 }
 
-async function run(config: Config, db: Db, retryFailed: boolean): Promise<BackfillStats> {
+async function run(
+  config: Config,
+  db: Db,
+  retryFailed: boolean,
+  community: Community | undefined,
+): Promise<BackfillStats> {
   const identity = createIdentity({
     plcUrl: config.plcUrl,
     allowPrivateNetwork: config.allowPrivateNetwork,
     testHandles: config.testHandles,
   })
-  const writer = new Writer(db.db, writerDeps(identity))
+  const writer = new Writer(db.db, writerDeps(identity), { scope: community })
+  // Members' lists and follows, as they are written, bring more accounts to fetch.
+  if (community) writer.onCommitted(community.onCommitted)
   const backfill = new Backfill({
     ...BACKFILL_DEFAULTS,
     db: db.db,
@@ -131,6 +144,7 @@ async function run(config: Config, db: Db, retryFailed: boolean): Promise<Backfi
     perHost: config.backfill.perHost,
     memoryBytes: config.backfill.memoryBytes,
     retryFailed,
+    scope: community,
   })
   const stop = () => {
     logger.info('stopping: repos in flight are finished first')

@@ -1,6 +1,8 @@
 // Configuration from the environment, validated up front: a bad value stops the process with a
 // message naming the variable instead of surfacing later as a confusing failure.
+import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
+import { parseDidList } from '@openplane/backfill'
 
 export interface Config {
   host: string
@@ -26,6 +28,17 @@ export interface Config {
   graph: boolean
   timelines: TimelinesConfig
   backfill: BackfillConfig
+  /** Index only these accounts (a community deployment); undefined: the whole network. */
+  community?: CommunityConfig
+}
+
+export interface CommunityConfig {
+  /** Accounts always in the community (DATAPLANE_COMMUNITY_DIDS and _DIDS_FILE). */
+  dids: string[]
+  /** app.bsky.graph.list URIs whose owners and items are members. */
+  lists: string[]
+  /** Also index the accounts members follow. */
+  follows: boolean
 }
 
 export interface BackfillConfig {
@@ -121,6 +134,53 @@ function redisNodes(env: Env, name: string): { host: string; port: number }[] {
   })
 }
 
+const LIST_URI =
+  /^at:\/\/did:[a-z]+:[A-Za-z0-9._:%-]+\/app\.bsky\.graph\.list\/[A-Za-z0-9._:~-]{1,512}$/
+
+/** DIDs one per line (see parseDidList); a bad line is a configuration error. */
+function didList(text: string, source: string): string[] {
+  try {
+    return parseDidList(text, source)
+  } catch (err) {
+    throw new ConfigError(err instanceof Error ? err.message : String(err))
+  }
+}
+
+function community(env: Env): CommunityConfig | undefined {
+  const named = didList(
+    list(env, 'DATAPLANE_COMMUNITY_DIDS', '').join('\n'),
+    'DATAPLANE_COMMUNITY_DIDS',
+  )
+  const file = env.DATAPLANE_COMMUNITY_DIDS_FILE?.trim()
+  if (file) {
+    let text: string
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch (err) {
+      throw new ConfigError(`DATAPLANE_COMMUNITY_DIDS_FILE: cannot read ${file}: ${String(err)}`)
+    }
+    named.push(...didList(text, `DATAPLANE_COMMUNITY_DIDS_FILE ${file}`))
+  }
+  const lists = list(env, 'DATAPLANE_COMMUNITY_LISTS', '')
+  for (const uri of lists) {
+    if (!LIST_URI.test(uri)) {
+      throw new ConfigError(
+        `DATAPLANE_COMMUNITY_LISTS must be at://<did>/app.bsky.graph.list/<rkey> URIs, got "${uri}"`,
+      )
+    }
+  }
+  const follows = bool(env, 'DATAPLANE_COMMUNITY_FOLLOWS', false)
+  if (!named.length && !lists.length) {
+    if (follows) {
+      throw new ConfigError(
+        'DATAPLANE_COMMUNITY_FOLLOWS needs DATAPLANE_COMMUNITY_DIDS, _DIDS_FILE or _LISTS',
+      )
+    }
+    return undefined
+  }
+  return { dids: [...new Set(named)], lists, follows }
+}
+
 function timelines(env: Env, withGraph: boolean): TimelinesConfig {
   const explicit = env.DATAPLANE_TIMELINES?.trim().toLowerCase()
   const store = explicit || (env.DATAPLANE_REDIS_NODES?.trim() ? 'redis' : 'memory')
@@ -207,5 +267,6 @@ export function readConfig(env: Env = process.env): Config {
       perHost: int(env, 'DATAPLANE_BACKFILL_PER_HOST', 4, 1, 1000),
       memoryBytes: int(env, 'DATAPLANE_BACKFILL_MEMORY_MB', 64, 1, 65_536) * 1024 * 1024,
     },
+    community: community(env),
   }
 }

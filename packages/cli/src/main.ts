@@ -1,17 +1,19 @@
 #!/usr/bin/env node
-// openplane: start | migrate | backfill | rpcs
+// openplane: start | migrate | backfill | purge | rpcs
 import { Service } from '@openplane/proto'
 import { implementedMethods } from '@openplane/server'
 import { logger } from '@openplane/telemetry'
 import { BACKFILL_USAGE, backfillCommand, UsageError } from './backfill.ts'
 import { ConfigError, readConfig } from './config.ts'
 import { openDatabase } from './database.ts'
+import { PURGE_USAGE, purgeCommand } from './purge.ts'
 import { start } from './start.ts'
 
 const USAGE = `usage: openplane <command>
   start     run the rpc server and the firehose indexer (configuration from env, see README)
   migrate   create or adopt the schema and apply migrations, then exit
   backfill  fetch whole repos from their PDSes and index them (openplane backfill --help)
+  purge     remove the rows of accounts outside the community (openplane purge --help)
   rpcs      print which bsky.Service rpcs are implemented`
 
 async function main(argv: string[]): Promise<number> {
@@ -21,8 +23,9 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE)
     return 0
   }
-  if (cmd === 'backfill' && (argv.includes('--help') || argv.includes('-h'))) {
-    console.log(BACKFILL_USAGE)
+  const usage = cmd === 'backfill' ? BACKFILL_USAGE : cmd === 'purge' ? PURGE_USAGE : undefined
+  if (usage && (argv.includes('--help') || argv.includes('-h'))) {
+    console.log(usage)
     return 0
   }
   let config
@@ -39,13 +42,14 @@ async function main(argv: string[]): Promise<number> {
     logger.info({ schema: config.schema }, 'schema is current')
     return 0
   }
-  if (cmd === 'backfill') {
+  if (cmd === 'backfill' || cmd === 'purge') {
     try {
-      return await backfillCommand(config, argv.slice(1))
+      const run = cmd === 'backfill' ? backfillCommand : purgeCommand
+      return await run(config, argv.slice(1))
     } catch (err) {
       // A mistyped option or an unreadable DID list: say so, not a stack trace.
       if (!(err instanceof UsageError)) throw err
-      console.error(`${err instanceof Error ? err.message : String(err)}\n${BACKFILL_USAGE}`)
+      console.error(`${err.message}\n${usage ?? ''}`)
       return 2
     }
   }

@@ -12,6 +12,7 @@ import {
 } from '@openplane/fanout'
 import { createIdentity } from '@openplane/identity'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
+import { Community } from '@openplane/community'
 import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
 import { followedItems, ownItems, startServer } from '@openplane/server'
 import { childLogger } from '@openplane/telemetry'
@@ -48,11 +49,20 @@ export async function start(config: Config): Promise<Running> {
   let lock: WriterLock | undefined
   let backfill: Backfill | undefined
   let backfilling: Promise<unknown> | undefined
+  let community: Community | undefined
   if (config.indexer) {
     lock = await writerLock(db, !config.postgres)
     const deps = writerDeps(identity)
-    const writer = new Writer(db.db, deps)
+    // A community deployment indexes its accounts only, and asks for a backfill of each one new.
+    community = config.community ? await Community.open(db.db, config.community, true) : undefined
+    const writer = new Writer(db.db, deps, { scope: community })
     if (fast) writer.onCommitted(fast.fanout.onCommitted)
+    if (community) {
+      writer.onCommitted(community.onCommitted)
+      if (config.backfill.concurrency === 0) {
+        log.warn('DATAPLANE_BACKFILL_CONCURRENCY=0: accounts joining the community are not fetched')
+      }
+    }
     prefetch = new IdentityPrefetch(db.db, deps)
     if (config.backfill.concurrency > 0) {
       // Repos asked for by `openplane backfill` while this process holds the writer.
@@ -65,6 +75,7 @@ export async function start(config: Config): Promise<Running> {
         concurrency: config.backfill.concurrency,
         perHost: config.backfill.perHost,
         memoryBytes: config.backfill.memoryBytes,
+        scope: community,
       })
       backfilling = backfill.run({ drain: false })
     }
@@ -97,7 +108,11 @@ export async function start(config: Config): Promise<Running> {
     // Ready = Postgres answers; indexer state is reported for dashboards and alerts.
     health: async () => {
       await sql`select 1`.execute(db.db)
-      return { ready: true, indexers: indexers.map((i) => i.state()) }
+      return {
+        ready: true,
+        indexers: indexers.map((i) => i.state()),
+        ...(community ? { community: { accounts: community.size() } } : {}),
+      }
     },
     control: {
       // Lets tests and operators wait until a given firehose seq is applied, fan-out included.

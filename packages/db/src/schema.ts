@@ -598,7 +598,8 @@ export interface OpenplaneRepo {
   updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
 }
 
-export type RepoBackfillState = 'pending' | 'done' | 'failed'
+/** `purge`: a community deployment removes the account's index (it left the community). */
+export type RepoBackfillState = 'pending' | 'done' | 'failed' | 'purge'
 
 export interface DatabaseSchema {
   activity_subscription: ActivitySubscription

@@ -80,6 +80,8 @@ export class FanOut {
     const end = fanoutSeconds.startTimer()
     for (let i = 0; i < changes.length; i++) {
       const c = changes[i]!
+      // List items matter to a community's membership, not to timelines.
+      if (c.table === 'list_item') continue
       if (c.table === 'follow' && c.op === 'insert') {
         // Consecutive follows intern their DIDs in one round trip.
         const rows = [c.row]

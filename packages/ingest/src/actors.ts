@@ -25,7 +25,6 @@ const BY_CREATOR = [
   'profile',
   'feed_generator',
   'labeler',
-  'list_item',
   'reference_list_opt_out',
   'list',
   'actor_block',
@@ -42,6 +41,8 @@ const EMBEDS = [
 export interface DeletedAccount {
   /** The follows it removed, for the stores that follow the graph. */
   follows: Selectable<DatabaseSchema['follow']>[]
+  /** The list items it removed, for a community's membership. */
+  listItems: Selectable<DatabaseSchema['list_item']>[]
   /**
    * What the removed rows had added to counters, taken off again: the stock leaves those counts
    * stale until something recounts them; here they stay equal to the rows.
@@ -69,6 +70,11 @@ export async function deleteAccount(db: Db, did: string): Promise<DeletedAccount
       .execute()
     for (const row of gone) counters.add('post_agg', row.subject, column)
   }
+  const listItems = await db
+    .deleteFrom('list_item')
+    .where('creator', '=', did)
+    .returningAll()
+    .execute()
   for (const table of BY_CREATOR) await db.deleteFrom(table).where('creator', '=', did).execute()
   const posts = db.selectFrom('post').where('post.creator', '=', did).select('post.uri')
   for (const table of EMBEDS) {
@@ -93,7 +99,7 @@ export async function deleteAccount(db: Db, did: string): Promise<DeletedAccount
     .execute()
   await db.deleteFrom('record').where('did', '=', did).execute()
   await db.deleteFrom('notification').where('did', '=', did).execute()
-  return { follows, counters: counters.decrements() }
+  return { follows, listItems, counters: counters.decrements() }
 }
 
 /** Removed rows per counter key. */

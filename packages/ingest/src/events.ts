@@ -28,5 +28,10 @@ export type IngestEvent =
   | (Base & { type: 'sync'; commit: string; rev: string })
   | (Base & { type: 'identity' })
   | (Base & { type: 'account'; active: boolean; status?: string })
+  /**
+   * The account leaves this deployment's scope (a community member removed): its whole index
+   * goes, as on a confirmed account deletion, without asking its PDS. Never from a stream.
+   */
+  | (Base & { type: 'purge' })
   /** A frame with nothing to apply; it only moves the cursor. */
   | { type: 'skip'; seq: number; time: string; did: '' }

@@ -11,7 +11,8 @@
 // not it committed. Graph and timeline changes come from the plan's net writes, never from
 // whether a statement happened to add rows, so a retried batch can neither drop nor double one.
 // Batches of every source (live streams, the backfill) are written one at a time, and live events
-// of a repo being backfilled are set aside until its backfill is written (repo-gate.ts).
+// of a repo being backfilled are set aside until its backfill is written (repo-gate.ts). In a
+// community deployment, live events of accounts outside it are skipped (scope.ts).
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
@@ -22,6 +23,7 @@ import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
 import { RepoGate } from './repo-gate.ts'
+import { scoped, type Scope } from './scope.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -99,8 +101,8 @@ interface Ahead {
   seqs: number[]
   /** False once the batch below it did not commit as planned, or another source wrote. */
   valid: boolean
-  /** The gate's version it was planned under: a repo held or released since re-plans it. */
-  gateVersion: number
+  /** The gate's and scope's versions it was planned under: a change since re-plans it. */
+  versions: string
   work: Promise<Early | undefined>
 }
 
@@ -128,10 +130,13 @@ export class Writer {
    * they are written one at a time (a live source's and a backfill's alike).
    */
   private tail: Promise<unknown> = Promise.resolve()
+  /** The accounts indexed, when not the whole network. */
+  private readonly scope: Scope | undefined
 
-  constructor(db: Db, deps: WriterDeps) {
+  constructor(db: Db, deps: WriterDeps, opts: { scope?: Scope } = {}) {
     this.db = db
     this.deps = deps
+    this.scope = opts.scope
   }
 
   /**
@@ -157,7 +162,7 @@ export class Writer {
     opts: { next?: IngestEvent[] } = {},
   ): Promise<void> {
     return this.exclusive(() => {
-      const events = this.gate.divert(batch)
+      const events = this.gate.divert(scoped(this.scope, batch))
       const cursor = events[events.length - 1]?.seq ?? 0
       return this.write(source, events, cursor, cursorPosition(source, cursor), opts.next)
     })
@@ -174,19 +179,35 @@ export class Writer {
       const batch = parts.flatMap((p) =>
         p.finish ? [...p.events, ...this.gate.newer(p.did, p.finish.rev)] : p.events,
       )
-      const position: Position = async (tx) => {
+      const position = markedPosition(async (tx) => {
         for (const p of parts) await p.finish?.mark(tx)
-        const { rows } = await sql<{ xid: string }>`select txid_current()::text as xid`.execute(tx)
-        return rows[0]!.xid
-      }
+      })
       await this.write(BACKFILL_SOURCE, batch, 0, position)
       for (const p of parts) if (p.finish) this.gate.release(p.did, p.finish.rev)
     })
   }
 
+  /**
+   * Removes these accounts' whole index (records, counts they made, notifications), as a confirmed
+   * account deletion does, with `mark` written in the same transaction. For accounts that left the
+   * deployment's scope; their changes reach listeners like a backfill's.
+   */
+  purge(dids: string[], mark: (tx: Kysely<DatabaseSchema>) => Promise<void>): Promise<void> {
+    return this.exclusive(async () => {
+      const time = new Date().toISOString()
+      const events = dids.map((did): IngestEvent => ({ type: 'purge', seq: 0, time, did }))
+      await this.write(BACKFILL_SOURCE, events, 0, markedPosition(mark))
+    })
+  }
+
   /** Runs `fn` after every batch write started before it. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.tail.then(fn, fn)
+    // The scope first takes in what the batches before changed in it (a new member, say).
+    const gated = async () => {
+      await this.scope?.settled()
+      return fn()
+    }
+    const run = this.tail.then(gated, gated)
     this.tail = run.catch(() => {})
     return run
   }
@@ -220,7 +241,7 @@ export class Writer {
     })
     const schema = await this.schema
     const usable =
-      ahead && ahead.valid && ahead.gateVersion === this.gate.version && sameSeqs(ahead.seqs, batch)
+      ahead && ahead.valid && ahead.versions === this.versions() && sameSeqs(ahead.seqs, batch)
     let early = usable ? await ahead.work : undefined
     if (ahead) plannedAhead.inc({ outcome: early ? 'used' : 'discarded' })
     if (!early) {
@@ -234,7 +255,11 @@ export class Writer {
     // discards this plan.)
     const next =
       nextBatch?.length && planned
-        ? this.startAhead(schema, this.gate.divert(nextBatch, true), early)
+        ? this.startAhead(
+            schema,
+            this.gate.divert(scoped(this.scope, nextBatch, true), true),
+            early,
+          )
         : undefined
     if (next) this.ahead.set(source, next)
     let outcome = await this.attempt(source, batch, prepared, schema, cursor, position, planned)
@@ -277,7 +302,7 @@ export class Writer {
     const ahead: Ahead = {
       seqs: batch.map((e) => e.seq),
       valid: true,
-      gateVersion: this.gate.version,
+      versions: this.versions(),
       work: undefined as never,
     }
     ahead.work = this.early(schema, batch, below).catch((err: unknown) => {
@@ -287,6 +312,11 @@ export class Writer {
       return undefined
     })
     return ahead
+  }
+
+  /** What a batch planned ahead was scoped and diverted by. */
+  private versions(): string {
+    return `${this.gate.version}/${this.scope?.version ?? 0}`
   }
 
   /**
@@ -406,10 +436,12 @@ export class Writer {
         actors.set(did, { ...read, handle: null })
       }
     }
-    // An account event says "deleted"; it is applied only if the PDS no longer has the repo.
+    // An account event says "deleted"; it is applied only if the PDS no longer has the repo. A
+    // purge needs no asking.
     const deletions = new Set<number>()
     await Promise.all(
       [...batch.entries()].map(async ([index, evt]) => {
+        if (evt.type === 'purge') return void deletions.add(index)
         if (evt.type !== 'account' || evt.active || evt.status !== 'deleted') return
         if (!(await this.deps.isHosted(evt.did).catch(() => true))) deletions.add(index)
       }),
@@ -428,7 +460,8 @@ export class Writer {
       const wanted: { index: number; did: string; force: boolean }[] = []
       for (const [index, evt] of batch.entries()) {
         if (deletions.has(index)) plan.remove(evt.did)
-        if (!relevant(evt) || evt.type === 'account' || blocked.has(evt.did)) continue
+        if (!relevant(evt) || evt.type === 'account' || evt.type === 'purge') continue
+        if (blocked.has(evt.did)) continue
         if (evt.type !== 'identity' && !needsHandleReindex(plan.get(evt.did), evt.time)) continue
         if (!outcomes.has(index)) {
           wanted.push({ index, did: evt.did, force: evt.type === 'identity' })
@@ -466,6 +499,15 @@ function cursorPosition(source: string, cursor: number): Position {
       .returning(sql<string>`txid_current()::text`.as('xid'))
       .executeTakeFirstOrThrow()
     return row.xid
+  }
+}
+
+/** A backfill's or purge's position: what `mark` records, and the transaction id. */
+function markedPosition(mark: (tx: Kysely<DatabaseSchema>) => Promise<void>): Position {
+  return async (tx) => {
+    await mark(tx)
+    const { rows } = await sql<{ xid: string }>`select txid_current()::text as xid`.execute(tx)
+    return rows[0]!.xid
   }
 }
 

@@ -8,7 +8,7 @@ import type { DatabaseSchema } from '@openplane/db'
 import { pluginFor, type NotificationRow } from '@openplane/plugins'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { deleteAccount, setCommitsLastSeen } from '../actors.ts'
-import type { Change, FeedItemValues } from '../changes.ts'
+import { WATCHED, type Change, type FeedItemValues } from '../changes.ts'
 import { CounterBuffer } from './counters.ts'
 import type { IngestEvent } from '../events.ts'
 import { applyWrites } from './apply.ts'
@@ -116,7 +116,7 @@ export class BatchRun {
     return applyPlanned(this.tx, this.schema, planned)
   }
 
-  /** A confirmed account deletion: its whole index goes, with what it counted. */
+  /** A confirmed account deletion or a purge: its whole index goes, with what it counted. */
   private async deletion(index: number): Promise<Outcome> {
     const evt = this.batch[index]!
     const deleted = await deleteAccount(this.tx, evt.did)
@@ -124,8 +124,11 @@ export class BatchRun {
     counters.add(deleted.counters)
     await counters.flush(this.tx)
     return {
-      changes: deleted.follows.map((row) => ({ table: 'follow', op: 'delete', row })),
-      pending: [() => eventsTotal.inc({ type: 'account', outcome: 'applied' })],
+      changes: [
+        ...deleted.follows.map((row): Change => ({ table: 'follow', op: 'delete', row })),
+        ...deleted.listItems.map((row): Change => ({ table: 'list_item', op: 'delete', row })),
+      ],
+      pending: [() => eventsTotal.inc({ type: evt.type, outcome: 'applied' })],
     }
   }
 }
@@ -210,8 +213,6 @@ async function writeNotifications(
   return sent
 }
 
-const WATCHED = new Set(['follow', 'feed_item'])
-
 /**
  * The changes other stores follow, in the order the batch made them, from the plan (never from
  * what statements reported): a row replaced is the old one removed, then the new one added.
@@ -219,7 +220,7 @@ const WATCHED = new Set(['follow', 'feed_item'])
 function changesOf(state: BatchState): Change[] {
   const out: Change[] = []
   for (const { table, before, after } of state.history(WATCHED)) {
-    if (table === 'follow') {
+    if (table === 'follow' || table === 'list_item') {
       if (before) out.push({ table, op: 'delete', row: before as never })
       if (after) out.push({ table, op: 'insert', row: after as never })
     } else {

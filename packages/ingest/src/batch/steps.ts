@@ -26,7 +26,10 @@ export const eventsTotal = counter(
 export interface Prepared {
   /** Handle to write at this event index. */
   handles: Map<number, { did: string; handle: string | null }>
-  /** Indexes of account events whose deletion is confirmed (the PDS no longer hosts the repo). */
+  /**
+   * Indexes of account events whose deletion is confirmed (the PDS no longer hosts the repo), and
+   * of purges.
+   */
   deletions: Set<number>
   /** Handle and check time of the batch's actors as it leaves them (null: deleted). */
   actors: Map<string, { handle: string | null; indexedAt: string } | null>
@@ -65,6 +68,9 @@ export function stepsFor(
         break
       case 'account':
         steps.push(accountStep(evt))
+        break
+      case 'purge':
+        // Always a barrier (Prepared.deletions), never a step.
         break
     }
   }

@@ -1,0 +1,1 @@
+export { Community, type CommunityOptions } from './community.ts'
