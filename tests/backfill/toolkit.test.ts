@@ -60,7 +60,7 @@ describe('backfill from the toolkit', () => {
 
   it('served every repo, verified', async () => {
     const counts = await ours.backfill().repos.counts()
-    expect(counts).toEqual({ pending: 0, done: repos.ids().length, failed: 0 })
+    expect(counts).toEqual({ pending: 0, done: repos.ids().length, failed: 0, purge: 0 })
     expect(server.served.repos).toBe(repos.ids().length)
   })
 

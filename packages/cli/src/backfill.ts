@@ -13,6 +13,7 @@ import {
   readDidList,
   RepoTable,
   type BackfillStats,
+  type RepoCounts,
 } from '@openplane/backfill'
 import { Community } from '@openplane/community'
 import type { Db } from '@openplane/db'
@@ -229,10 +230,8 @@ async function follow(repos: RepoTable): Promise<void> {
   }
 }
 
-function printStatus(
-  c: { pending: number; done: number; failed: number },
-  failures: { reason: string; repos: number }[],
-) {
-  console.log(`repos: ${c.done} done, ${c.pending} pending, ${c.failed} failed`)
+function printStatus(c: RepoCounts, failures: { reason: string; repos: number }[]) {
+  const purge = c.purge ? `, ${c.purge} to purge` : ''
+  console.log(`repos: ${c.done} done, ${c.pending} pending, ${c.failed} failed${purge}`)
   for (const f of failures) console.log(`  ${f.repos} failed: ${f.reason}`)
 }

@@ -102,6 +102,19 @@ export async function deleteAccount(db: Db, did: string): Promise<DeletedAccount
   return { follows, listItems, counters: counters.decrements() }
 }
 
+/**
+ * What a purge removes beyond an account deletion. The stock leaves a deleted account's feed items
+ * and last commit (nothing more comes from it); an account purged from a community leaves no
+ * rows, and its feed items leave timelines at once.
+ */
+export async function purgeLeftovers(
+  db: Db,
+  did: string,
+): Promise<Selectable<DatabaseSchema['feed_item']>[]> {
+  await db.deleteFrom('actor_sync').where('did', '=', did).execute()
+  return db.deleteFrom('feed_item').where('originatorDid', '=', did).returningAll().execute()
+}
+
 /** Removed rows per counter key. */
 class Tally {
   private readonly counts = new Map<string, Counter>()

@@ -26,6 +26,8 @@ type Relay = { socket: () => Promise<WebSocket>; close: () => Promise<void> }
 export class StockIndexer {
   readonly schema: string
   readonly client: StockClient
+  /** The stock dataplane's URL (HTTP/1.1), for a stock AppView on it. */
+  readonly url: string
   private readonly db: Database
   private readonly sub: RepoSubscription
   private readonly server: DataPlaneServer
@@ -41,7 +43,9 @@ export class StockIndexer {
     relay: Relay,
     client: StockClient,
     pending: Set<Promise<unknown>>,
+    url: string,
   ) {
+    this.url = url
     this.pending = pending
     this.schema = schema
     this.db = db
@@ -51,22 +55,22 @@ export class StockIndexer {
     this.client = client
   }
 
-  static async start(worldUrl: string): Promise<StockIndexer> {
+  /** `worldUrl` serves PLC; handles resolve at `handlesUrl` (default: the same). */
+  static async start(worldUrl: string, handlesUrl = worldUrl): Promise<StockIndexer> {
     const schema = uniqueName('fuzz_stock')
     const db = new Database({ url: PG_URL, schema, poolSize: 4 })
     await db.migrateToLatestOrThrow()
     const relay = await steppingRelay()
     const idResolver = new IdResolver({ plcUrl: worldUrl, fetch: globalThis.fetch })
-    idResolver.handle.resolve = (handle: string) => wellKnown(worldUrl, handle)
+    idResolver.handle.resolve = (handle: string) => wellKnown(handlesUrl, handle)
     const sub = new RepoSubscription({ service: relay.url, db, idResolver })
     const pending = watchIndexing(sub)
     await sub.start()
     const port = await freePort()
     const server = await DataPlaneServer.create(db, port, worldUrl, globalThis.fetch)
-    const client = createDataPlaneClient(new BasicHostList([`http://127.0.0.1:${port}`]), {
-      httpVersion: '1.1',
-    })
-    return new StockIndexer(schema, db, sub, server, relay, client, pending)
+    const url = `http://127.0.0.1:${port}`
+    const client = createDataPlaneClient(new BasicHostList([url]), { httpVersion: '1.1' })
+    return new StockIndexer(schema, db, sub, server, relay, client, pending, url)
   }
 
   /** Plays frames one at a time, each fully processed before the next is sent. */

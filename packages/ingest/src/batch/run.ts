@@ -7,7 +7,7 @@ import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { pluginFor, type NotificationRow } from '@openplane/plugins'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
-import { deleteAccount, setCommitsLastSeen } from '../actors.ts'
+import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
 import { WATCHED, type Change, type FeedItemValues } from '../changes.ts'
 import { CounterBuffer } from './counters.ts'
 import type { IngestEvent } from '../events.ts'
@@ -123,10 +123,12 @@ export class BatchRun {
     const counters = new CounterBuffer()
     counters.add(deleted.counters)
     await counters.flush(this.tx)
+    const feedItems = evt.type === 'purge' ? await purgeLeftovers(this.tx, evt.did) : []
     return {
       changes: [
         ...deleted.follows.map((row): Change => ({ table: 'follow', op: 'delete', row })),
         ...deleted.listItems.map((row): Change => ({ table: 'list_item', op: 'delete', row })),
+        ...feedItems.map((row): Change => ({ table: 'feed_item', op: 'delete', row })),
       ],
       pending: [() => eventsTotal.inc({ type: evt.type, outcome: 'applied' })],
     }
