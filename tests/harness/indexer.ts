@@ -4,6 +4,7 @@ import type { TestNetwork } from '@atproto/dev-env'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
 import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
+import { indexedCollections } from '@openplane/plugins'
 import pg from 'pg'
 import { aggRows } from './counters.ts'
 import { PG_URL, uniqueName } from './env.ts'
@@ -39,6 +40,8 @@ export async function startIndexerOn(
     decodeWorkers?: number
     /** Where to start reading (default: seq 0). */
     initialCursor?: number
+    /** The source is Jetstream (messages compressed or not), filtered to what the plugins index. */
+    jetstream?: { compress: boolean }
   } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
@@ -68,6 +71,10 @@ export async function startIndexerOn(
     initialCursor: opts.initialCursor ?? 0,
     prefetch,
     headProbeMs: opts.headProbeMs ?? 0,
+    jetstream: opts.jetstream && {
+      compress: opts.jetstream.compress,
+      wantedCollections: indexedCollections(),
+    },
   })
   await indexer.start()
   return {

@@ -16,6 +16,8 @@ export interface Config {
   testHandles?: { pdsUrl: string; suffixes: string[] }
   indexer: boolean
   firehoseUrls: string[]
+  /** Jetstream instead of the firehose (trusted; JSON, optionally zstd-compressed). */
+  jetstream?: { url: string; compress: boolean }
   verifyCommits: boolean
   /** Threads decoding and checking firehose frames beside the writer's. */
   decodeWorkers: number
@@ -219,7 +221,18 @@ export function readConfig(env: Env = process.env): Config {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
     throw new ConfigError(`DB_POSTGRES_SCHEMA must be a plain identifier, got "${schema}"`)
   }
-  const firehoseUrls = list(env, 'DATAPLANE_FIREHOSE_URLS', 'wss://bsky.network')
+  const jetstreamUrl = url(env, 'DATAPLANE_JETSTREAM_URL', undefined, ['ws:', 'wss:'])
+  if (jetstreamUrl && env.DATAPLANE_FIREHOSE_URLS?.trim()) {
+    throw new ConfigError('set DATAPLANE_JETSTREAM_URL or DATAPLANE_FIREHOSE_URLS, not both')
+  }
+  if (jetstreamUrl && bool(env, 'DATAPLANE_VERIFY_COMMITS', false)) {
+    throw new ConfigError(
+      'DATAPLANE_VERIFY_COMMITS needs the firehose: Jetstream carries nothing to verify',
+    )
+  }
+  const firehoseUrls = jetstreamUrl
+    ? []
+    : list(env, 'DATAPLANE_FIREHOSE_URLS', 'wss://bsky.network')
   for (const [i, u] of firehoseUrls.entries()) {
     url({ [`DATAPLANE_FIREHOSE_URLS[${i}]`]: u }, `DATAPLANE_FIREHOSE_URLS[${i}]`, u, [
       'ws:',
@@ -247,6 +260,9 @@ export function readConfig(env: Env = process.env): Config {
     graph,
     timelines: timelines(env, graph),
     firehoseUrls,
+    jetstream: jetstreamUrl
+      ? { url: jetstreamUrl, compress: bool(env, 'DATAPLANE_JETSTREAM_COMPRESS', true) }
+      : undefined,
     verifyCommits: bool(env, 'DATAPLANE_VERIFY_COMMITS', false),
     // One core stays with the writer's thread.
     decodeWorkers: int(

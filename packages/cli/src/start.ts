@@ -14,6 +14,7 @@ import { createIdentity } from '@openplane/identity'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
 import { Community } from '@openplane/community'
 import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
+import { indexedCollections } from '@openplane/plugins'
 import { followedItems, ownItems, startServer } from '@openplane/server'
 import { childLogger } from '@openplane/telemetry'
 import {
@@ -79,9 +80,13 @@ export async function start(config: Config): Promise<Running> {
       })
       backfilling = backfill.run({ drain: false })
     }
-    for (const source of config.firehoseUrls) {
+    const sources = config.jetstream
+      ? [{ source: config.jetstream.url, jetstream: jetstreamOptions(config.jetstream) }]
+      : config.firehoseUrls.map((source) => ({ source, jetstream: undefined }))
+    for (const { source, jetstream } of sources) {
       const indexer = new Indexer({
         source,
+        jetstream,
         db: db.db,
         writer,
         idResolver: identity.idResolver,
@@ -137,6 +142,11 @@ export async function start(config: Config): Promise<Running> {
       await db.close()
     },
   }
+}
+
+/** Jetstream sends only the collections the plugins index (identity and account events too). */
+function jetstreamOptions(js: { compress: boolean }) {
+  return { compress: js.compress, wantedCollections: indexedCollections() }
 }
 
 /** The writer lock, waited for while another process (a `backfill`) holds it. */

@@ -143,7 +143,8 @@ export async function setCommitsLastSeen(
     .values(rows)
     .onConflict((oc) =>
       oc.column('did').doUpdateSet({
-        commitCid: sql.ref('excluded.commitCid'),
+        // Jetstream carries no commit CID (empty): the one known stays.
+        commitCid: sql`coalesce(nullif(excluded."commitCid", ''), actor_sync."commitCid")`,
         repoRev: sql.ref('excluded.repoRev'),
       }),
     )

@@ -1,5 +1,6 @@
-// Reads one firehose source into batches and hands them to the writer, one batch at a time.
-// The cursor lives in Postgres with the data; state for /_health is kept here.
+// Reads one source (a relay's or PDS's firehose, or Jetstream) into batches and hands them to the
+// writer, one batch at a time. The cursor lives in Postgres with the data; state for /_health is
+// kept here.
 import type { Kysely } from 'kysely'
 import type { IdResolver } from '@atproto/identity'
 import type { DatabaseSchema } from '@openplane/db'
@@ -10,7 +11,11 @@ import { createDecoder, type FrameDecoder } from './decoder.ts'
 import type { FrameResult } from './frames.ts'
 import { HeadProbe } from './head-probe.ts'
 import type { IdentityPrefetch } from './identity-prefetch.ts'
-import { FirehoseSource } from './source.ts'
+import { subscribeUrl } from '@openplane/jetstream'
+import { decodeJetstream } from './jetstream.ts'
+import { checkRecords } from './checks.ts'
+import { StreamSource } from './source.ts'
+import { stageSeconds } from './stages.ts'
 import type { Writer } from './writer.ts'
 
 const log = childLogger('indexer')
@@ -54,6 +59,12 @@ export interface IndexerOptions {
   prefetch?: IdentityPrefetch
   /** How often to read the source's live head for lag in events (default 30 s; 0: never). */
   headProbeMs?: number
+  /**
+   * The source is Jetstream (JSON, trusted), not a firehose: its collections filter, and
+   * whether messages come zstd-compressed with its dictionary. Its cursor is `time_us`, resumed
+   * inclusively (an event applied twice changes nothing).
+   */
+  jetstream?: { compress: boolean; wantedCollections: string[] }
 }
 
 export interface IndexerState {
@@ -74,7 +85,7 @@ export interface IndexerState {
 
 export class Indexer {
   private readonly opts: IndexerOptions
-  private readonly firehose: FirehoseSource
+  private readonly firehose: StreamSource
   private readonly probe: HeadProbe | undefined
   private readonly decoder: FrameDecoder
   private pending: IngestEvent[] = []
@@ -93,21 +104,30 @@ export class Indexer {
 
   constructor(opts: IndexerOptions) {
     this.opts = opts
-    this.firehose = new FirehoseSource({
-      url: opts.source,
+    const jetstream = opts.jetstream
+    this.firehose = new StreamSource({
+      endpoint: (cursor) => {
+        if (jetstream) return subscribeUrl(opts.source, { ...jetstream, cursor })
+        const url = new URL('/xrpc/com.atproto.sync.subscribeRepos', opts.source)
+        if (cursor !== undefined) url.searchParams.set('cursor', String(cursor))
+        return url
+      },
       cursor: () => this.readSeq,
       onFrame: (bytes) => this.onFrame(bytes),
       // Frames waiting to be decoded count too.
       isFull: () => this.queued + this.pending.length >= opts.batchSize * 4,
       onConnectionChange: (c) => (this.connected = c),
     })
-    this.decoder = createDecoder({
-      verify: opts.verify,
-      idResolver: opts.idResolver,
-      workers: opts.decodeWorkers ?? 0,
-      identity: opts.identity,
-    })
-    const every = opts.headProbeMs ?? 30_000
+    this.decoder = jetstream
+      ? jetstreamDecoder()
+      : createDecoder({
+          verify: opts.verify,
+          idResolver: opts.idResolver,
+          workers: opts.decodeWorkers ?? 0,
+          identity: opts.identity,
+        })
+    // Jetstream has no seq to count lag in events by: its lag is in seconds only.
+    const every = jetstream ? 0 : (opts.headProbeMs ?? 30_000)
     this.probe = every > 0 ? new HeadProbe(opts.source, every) : undefined
   }
 
@@ -255,5 +275,19 @@ export class Indexer {
         else if (this.pending.length) this.scheduleFlush()
       })
     return this.flushing
+  }
+}
+
+/** Jetstream messages are decoded and checked on this thread (JSON: no CAR, no hashing). */
+function jetstreamDecoder(): FrameDecoder {
+  return {
+    decode(bytes) {
+      const started = performance.now()
+      const res = decodeJetstream(bytes)
+      if (res.kind === 'event' && res.event.type === 'commit') checkRecords(res.event)
+      stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
+      return Promise.resolve(res)
+    },
+    stop: () => Promise.resolve(),
   }
 }

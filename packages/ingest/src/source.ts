@@ -1,13 +1,15 @@
-// A subscribeRepos connection that reconnects with backoff from the latest cursor and pauses the
-// socket while the consumer is behind, so a fast relay cannot grow our memory without bound.
+// A stream connection (a relay's subscribeRepos, or Jetstream) that reconnects with backoff from
+// the latest cursor and pauses the socket while the consumer is behind, so a fast source cannot
+// grow our memory without bound.
 import WebSocket from 'ws'
 import { childLogger } from '@openplane/telemetry'
 
-const log = childLogger('firehose')
+const log = childLogger('stream')
 
 export interface SourceOptions {
-  url: string
-  /** The seq to resume after (undefined: from the relay's live tip). */
+  /** Where to connect to resume from `cursor` (undefined: the live tip). */
+  endpoint: (cursor: number | undefined) => URL
+  /** The cursor to resume from (undefined: from the live tip). */
   cursor: () => number | undefined
   onFrame: (bytes: Uint8Array) => void
   /** True while the consumer wants no more frames. */
@@ -16,7 +18,7 @@ export interface SourceOptions {
   maxBackoffMs?: number
 }
 
-export class FirehoseSource {
+export class StreamSource {
   private ws: WebSocket | undefined
   private stopped = false
   private attempt = 0
@@ -45,27 +47,25 @@ export class FirehoseSource {
   }
 
   private connect(): void {
-    const url = new URL('/xrpc/com.atproto.sync.subscribeRepos', this.opts.url)
-    const cursor = this.opts.cursor()
-    if (cursor !== undefined) url.searchParams.set('cursor', String(cursor))
+    const url = this.opts.endpoint(this.opts.cursor())
     const ws = new WebSocket(url, { maxPayload: 16 * 1024 * 1024 })
     this.ws = ws
     ws.binaryType = 'nodebuffer'
     ws.on('open', () => {
       this.attempt = 0
-      log.info({ url: url.toString() }, 'firehose connected')
+      log.info({ url: url.toString() }, 'stream connected')
       this.opts.onConnectionChange?.(true)
     })
     ws.on('message', (data: Buffer) => {
       this.opts.onFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
       if (this.opts.isFull()) ws.pause()
     })
-    ws.on('error', (err) => log.warn({ err: err.message, url: this.opts.url }, 'firehose error'))
+    ws.on('error', (err) => log.warn({ err: err.message, url: url.origin }, 'stream error'))
     ws.on('close', (code) => {
       this.opts.onConnectionChange?.(false)
       if (this.stopped || this.ws !== ws) return
       const delay = Math.min(this.opts.maxBackoffMs ?? 30_000, 250 * 2 ** this.attempt++)
-      log.info({ code, delay }, 'firehose closed, reconnecting')
+      log.info({ code, delay }, 'stream closed, reconnecting')
       this.timer = setTimeout(() => this.connect(), delay)
     })
   }

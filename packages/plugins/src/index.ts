@@ -1,4 +1,4 @@
 export type * from './types.ts'
 export { NO_EFFECTS } from './types.ts'
 export { InvalidRecordError } from './lexicon.ts'
-export { plugins, pluginFor, parseRecord } from './registry.ts'
+export { indexedCollections, plugins, pluginFor, parseRecord } from './registry.ts'

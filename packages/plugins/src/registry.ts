@@ -60,6 +60,14 @@ export function pluginFor(collection: string): AnyPlugin | undefined {
   return undefined
 }
 
+/**
+ * The collections the index keeps, as a stream filter takes them (Jetstream's
+ * wantedCollections: exact NSIDs, or a prefix ending in `.*`).
+ */
+export function indexedCollections(): string[] {
+  return [...byCollection.keys(), 'site.standard.*']
+}
+
 /** Lexicon-checks a stored record again (used when promoting a duplicate). */
 export function parseRecord(collection: string, record: unknown): unknown {
   const plugin = pluginFor(collection)

@@ -41,14 +41,20 @@ export interface CorpusSummary {
 
 /** The WebSocket framing of a binary message from a server (FIN, opcode 2, no mask). */
 export function wsBinaryFrame(payload: Uint8Array): Buffer {
+  return wsFrame(payload, 0x2)
+}
+
+/** One unmasked, final WebSocket frame of the given opcode (1: text, 2: binary). */
+export function wsFrame(payload: Uint8Array, opcode: 0x1 | 0x2): Buffer {
   const n = payload.length
-  const head = n < 126 ? Buffer.from([0x82, n]) : n < 65536 ? Buffer.alloc(4) : Buffer.alloc(10)
+  const first = 0x80 | opcode
+  const head = n < 126 ? Buffer.from([first, n]) : n < 65536 ? Buffer.alloc(4) : Buffer.alloc(10)
   if (n >= 126 && n < 65536) {
-    head[0] = 0x82
+    head[0] = first
     head[1] = 126
     head.writeUInt16BE(n, 2)
   } else if (n >= 65536) {
-    head[0] = 0x82
+    head[0] = first
     head[1] = 127
     head.writeBigUInt64BE(BigInt(n), 2)
   }

@@ -20,4 +20,5 @@ export {
 export { recordFirehose, type RecordOptions } from './record.ts'
 export { ReplayServer, type ReplayOptions, type ReplayStatus } from './replay.ts'
 export { CorpusRepos } from './repos.ts'
+export { JetstreamView, wantedBy } from './jetstream.ts'
 export { drainFirehose, type DrainResult } from './drain.ts'

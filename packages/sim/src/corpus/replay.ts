@@ -3,7 +3,9 @@
 // does) or as fast as each consumer reads. The file already holds every frame as WebSocket
 // bytes, so a consumer's stream is file ranges written to its socket: nothing is decoded or
 // encoded per consumer. The same port answers what indexers ask about the corpus's users: PLC
-// documents, /.well-known/atproto-did by Host header, and repo status.
+// documents, /.well-known/atproto-did by Host header, and repo status. It also serves the same
+// stream as Jetstream does (`/subscribe`, JSON, optionally zstd-compressed: jetstream.ts), built
+// per consumer from the frames.
 import { createHash } from 'node:crypto'
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
@@ -11,7 +13,9 @@ import { CborWriter } from '../emit/cbor.ts'
 import { SimKeys } from '../emit/keys.ts'
 import { PlcDocuments } from '../emit/plc.ts'
 import { didFor, idForHandle } from '../ids.ts'
-import { wsBinaryFrame, type CorpusReader } from './file.ts'
+import { compressMessage } from '@openplane/jetstream'
+import { wsBinaryFrame, wsFrame, type CorpusReader } from './file.ts'
+import { JetstreamView, wantedBy } from './jetstream.ts'
 import type { CorpusRepos } from './repos.ts'
 
 export interface ReplayOptions {
@@ -37,8 +41,22 @@ export interface ReplayStatus {
   frames: number
   /** Whole repos served (null: not loaded, or not asked for). */
   repos: { users: number; served: number } | null
-  consumers: { cursor: number; sent: number }[]
+  consumers: {
+    cursor: number
+    sent: number
+    bytes: number
+    kind: 'firehose' | 'jetstream' | 'jetstream+zstd'
+  }[]
 }
+
+/** What a Jetstream consumer asked for. */
+interface JetstreamWants {
+  compress: boolean
+  collections: string[]
+}
+
+/** Frames converted to Jetstream messages per round. */
+const JETSTREAM_FRAMES = 512
 
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
 /** Bytes written to a socket per write: big enough to amortise, small enough to interleave. */
@@ -55,11 +73,13 @@ export class ReplayServer {
   private startedAt = 0
   private closed = false
   private repos: CorpusRepos | undefined
+  private readonly jetstream: JetstreamView
 
   private constructor(opts: ReplayOptions) {
     this.opts = opts
     this.corpus = opts.corpus
     this.repos = opts.repos
+    this.jetstream = new JetstreamView(opts.corpus)
     this.domain = opts.corpus.header.handle_domain
     this.server = http.createServer((req, res) => this.request(req, res))
     this.server.keepAliveTimeout = 60_000
@@ -119,6 +139,8 @@ export class ReplayServer {
       consumers: [...this.consumers].map((c) => ({
         cursor: c.next ? this.corpus.seqAt(c.next - 1) : 0,
         sent: c.sent,
+        bytes: c.bytes,
+        kind: !c.jetstream ? 'firehose' : c.jetstream.compress ? 'jetstream+zstd' : 'jetstream',
       })),
     }
   }
@@ -209,9 +231,10 @@ export class ReplayServer {
   private upgrade(req: IncomingMessage, socket: Socket): void {
     const url = new URL(req.url ?? '/', 'http://replay')
     const key = req.headers['sec-websocket-key']
+    const jetstream = url.pathname === '/subscribe'
     if (
       this.closed ||
-      url.pathname !== '/xrpc/com.atproto.sync.subscribeRepos' ||
+      (url.pathname !== '/xrpc/com.atproto.sync.subscribeRepos' && !jetstream) ||
       typeof key !== 'string' ||
       (req.headers.upgrade ?? '').toLowerCase() !== 'websocket'
     ) {
@@ -229,6 +252,12 @@ export class ReplayServer {
     const raw = url.searchParams.get('cursor')
     const cursor = raw === null || raw === '' ? undefined : Number(raw)
     const consumer = new Consumer(socket)
+    if (jetstream) {
+      consumer.jetstream = {
+        compress: url.searchParams.get('compress') === 'true',
+        collections: url.searchParams.getAll('wantedCollections').flatMap((c) => c.split(',')),
+      }
+    }
     this.consumers.add(consumer)
     socket.on('close', () => {
       consumer.closed = true
@@ -239,6 +268,14 @@ export class ReplayServer {
       return
     }
     const head = this.head()
+    if (consumer.jetstream) {
+      // Jetstream resumes at the first event at or after the cursor; one in the future (or
+      // none) starts at the live tip.
+      const from = cursor === undefined ? head : this.jetstream.indexFrom(cursor)
+      consumer.next = Math.min(from, head)
+      void this.pump(consumer)
+      return
+    }
     const headSeq = head ? this.corpus.seqAt(head - 1) : 0
     if (cursor !== undefined && cursor > headSeq) {
       consumer.fail('FutureCursor', 'Cursor in the future.')
@@ -261,6 +298,10 @@ export class ReplayServer {
           await new Promise((r) => setTimeout(r, Math.min(50, wait)))
           continue
         }
+        if (c.jetstream) {
+          await this.sendJetstream(c, c.jetstream, Math.min(head, c.next + JETSTREAM_FRAMES))
+          continue
+        }
         let end = Math.min(head, c.next + CHUNK_FRAMES)
         const start = this.corpus.offsetAt(c.next)
         while (end > c.next + 1 && this.corpus.offsetAt(end) - start > CHUNK_BYTES) {
@@ -268,12 +309,34 @@ export class ReplayServer {
         }
         const bytes = await this.corpus.read(c.next, end)
         c.sent += end - c.next
+        c.bytes += bytes.length
         c.next = end
         if (!c.socket.write(bytes)) await c.drained()
       }
     } catch (err) {
       if (!c.closed) c.socket.destroy(err as Error)
     }
+  }
+
+  /** Frames [c.next, end) as Jetstream messages, filtered and framed as the consumer asked. */
+  private async sendJetstream(c: Consumer, wants: JetstreamWants, end: number): Promise<void> {
+    const parts: Buffer[] = []
+    let i = c.next
+    for await (const { bytes } of this.corpus.messages(c.next, end)) {
+      for (const m of await this.jetstream.messages(i, bytes)) {
+        if (m.kind === 'commit' && !wantedBy(wants.collections, m.commit.collection)) continue
+        const json = JSON.stringify(m)
+        parts.push(
+          wants.compress ? wsFrame(compressMessage(json), 0x2) : wsFrame(Buffer.from(json), 0x1),
+        )
+      }
+      i++
+    }
+    const out = Buffer.concat(parts)
+    c.sent += end - c.next
+    c.bytes += out.length
+    c.next = end
+    if (out.length && !c.socket.write(out)) await c.drained()
   }
 
   async close(): Promise<void> {
@@ -291,6 +354,10 @@ class Consumer {
   readonly socket: Socket
   next = 0
   sent = 0
+  /** Bytes written to it (WebSocket frames). */
+  bytes = 0
+  /** Set for a Jetstream consumer: what it asked for. */
+  jetstream: JetstreamWants | undefined
   closed = false
   private incoming: Buffer = Buffer.alloc(0)
 

@@ -1,0 +1,77 @@
+// Jetstream as the source: the toolkit serves one recorded network both as a firehose and as
+// Jetstream (JSON, with and without its zstd dictionary). Our indexer fed each must leave the same
+// tables, but for the commit CID Jetstream does not carry.
+import { JetstreamView, ReplayServer, wantedBy } from '@openplane/sim'
+import { indexedCollections } from '@openplane/plugins'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { recordTestCorpus, type TestCorpus } from '../harness/corpus.ts'
+import {
+  formatTableDiff,
+  INDEXED_TABLES,
+  startIndexerOn,
+  tableDiffs,
+  type OurIndexer,
+} from '../harness/indexer.ts'
+
+describe('Jetstream vs the firehose', () => {
+  let recorded: TestCorpus | undefined
+  let server: ReplayServer
+  let firehose: OurIndexer
+  const jetstream: Record<'zstd' | 'plain', OurIndexer> = {} as never
+
+  beforeAll(async () => {
+    recorded = await recordTestCorpus({ name: 'jetstream', repos: 150, events: 3000, seed: 11 })
+    const { corpus } = recorded
+    server = await ReplayServer.start({ corpus })
+    const target = { source: server.url, plcUrl: server.httpUrl, testPdsUrl: server.httpUrl }
+    const lastSeq = corpus.seqAt(corpus.frames - 1)
+    firehose = await startIndexerOn(target)
+    // The last message Jetstream sends: the newest frame with an op the plugins index.
+    const view = new JetstreamView(corpus)
+    const wanted = indexedCollections()
+    let lastTimeUs = 0
+    let i = 0
+    for await (const { bytes } of corpus.messages()) {
+      const sent = (await view.messages(i, bytes)).filter(
+        (m) => m.kind !== 'commit' || wantedBy(wanted, m.commit.collection),
+      )
+      if (sent.length) lastTimeUs = view.timeUs(i)
+      i++
+    }
+    for (const kind of ['zstd', 'plain'] as const) {
+      jetstream[kind] = await startIndexerOn(target, {
+        jetstream: { compress: kind === 'zstd' },
+        initialCursor: view.timeUs(0),
+      })
+    }
+    await Promise.all([
+      firehose.indexer.waitFor(lastSeq),
+      jetstream.zstd.indexer.waitFor(lastTimeUs),
+      jetstream.plain.indexer.waitFor(lastTimeUs),
+    ])
+  }, 300_000)
+  afterAll(async () => {
+    await firehose?.close()
+    await jetstream.zstd?.close()
+    await jetstream.plain?.close()
+    await server?.close()
+    await recorded?.close()
+  })
+
+  it('indexed the network, from fewer bytes through Jetstream, fewer again with zstd', async () => {
+    const posts = await firehose.db.db.selectFrom('post').select('uri').execute()
+    expect(posts.length).toBeGreaterThan(100)
+    const bytes = Object.fromEntries(server.status().consumers.map((c) => [c.kind, c.bytes]))
+    expect(bytes.jetstream).toBeLessThan(bytes.firehose!)
+    expect(bytes['jetstream+zstd']).toBeLessThan(bytes.jetstream!)
+  })
+
+  it.each(INDEXED_TABLES)('%s', async (table) => {
+    for (const kind of ['zstd', 'plain'] as const) {
+      const diffs = await tableDiffs(firehose.schema, jetstream[kind].schema, [table], () => [
+        'commitCid',
+      ])
+      expect(diffs.map((d) => formatTableDiff(d, 'firehose', `jetstream ${kind}`))).toEqual([])
+    }
+  })
+})
