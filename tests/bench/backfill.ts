@@ -1,6 +1,8 @@
 // pnpm bench:backfill — whole repos of the simulated network (the recorded corpus's users, served
 // by the toolkit's replay server as listRepos + getRepo, in its own process) indexed by the stock
-// and by ours, on the same repos, one after the other; then ours over every repo.
+// and by ours, on the same repos, one after the other; then ours over every repo; then the bytes
+// on the wire per event of the network's live stream through the firehose, Jetstream and
+// Jetstream+zstd (also alone: pnpm bench:wire).
 //
 // The stock has no backfill; its nearest path is the repair it runs for one repo,
 // IndexingService.indexRepo (fetch the CAR, verify it, diff against `record`, index each record),
@@ -25,6 +27,7 @@ import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
+import { measureWire, printWire } from './wire.ts'
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
@@ -209,6 +212,8 @@ try {
         `firehose frames for the same network: ${summary.bytes} bytes over ${summary.frames} events ` +
         `(${(summary.bytes / summary.frames).toFixed(0)} per event)`,
     )
+    // The live stream for the same network, by source: what a deployment pays in bandwidth.
+    printWire(await measureWire(httpUrl, summary.frames, log), summary.frames)
     console.log(
       `backfill: ${whole.repos} repos, ${whole.records} records, ` +
         `${(whole.records / whole.seconds).toFixed(0)} rec/s`,

@@ -24,7 +24,8 @@ export const CORPUS_USAGE = `  record-firehose <params.json> --out <file> [--eve
       time, --head-start frames ahead of the start; a consumer without a cursor starts at the
       head, as on a relay (pass cursor 0 to read from the start); GET /_replay shows the head;
       --serve-repos: also each user's whole repo (listRepos, getRepo) as of the corpus's end,
-      once read from the corpus (/_replay says when)
+      once read from the corpus (/_replay says when); the same stream is also served as
+      Jetstream does at /subscribe (cursor in time_us, wantedCollections, compress=true)
   drain-firehose <ws-url> [--cursor <n>] [--max <n>] [--seconds <n>]
       read a firehose as fast as possible and print messages/s (measures the server)`
 
