@@ -11,7 +11,8 @@
 // stops the others.
 //
 // In a community deployment the worker fetches only repos of accounts in its scope, and removes
-// the index of accounts queued for purging (they left the community) before fetching more.
+// the index of accounts queued for purging (they left the community) before fetching more. Repos
+// the live stream shows out of sync (sync 1.1) are fetched again (followResyncs).
 import { parseToAtprotoDocument, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
@@ -177,6 +178,26 @@ export class Backfill {
     }
     await Promise.all(running)
     return this.stats
+  }
+
+  /**
+   * Fetches again, whole, each repo the live stream shows out of sync with the index (a broken
+   * `since` chain or a #sync to another rev: @openplane/ingest's chain.ts).
+   */
+  followResyncs(): void {
+    this.opts.writer.onOutOfSync((dids) => {
+      const scope = this.opts.scope
+      const wanted = scope ? dids.filter((did) => scope.has(did)) : dids
+      if (!wanted.length) return
+      log.info(
+        { repos: wanted.length, sample: wanted.slice(0, 5) },
+        'repos out of sync; refetching',
+      )
+      reposTotal.inc({ outcome: 'resync' }, wanted.length)
+      this.repos.enqueue(wanted, { refetch: true }).catch((err: unknown) => {
+        log.error({ err, repos: wanted.length }, 'could not ask for out-of-sync repos')
+      })
+    })
   }
 
   /** Removes the index of every account queued for purging; how many were purged. */

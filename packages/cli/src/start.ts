@@ -58,6 +58,14 @@ export async function start(config: Config): Promise<Running> {
     community = config.community ? await Community.open(db.db, config.community, true) : undefined
     const writer = new Writer(db.db, deps, { scope: community })
     if (fast) writer.onCommitted(fast.fanout.onCommitted)
+    if (config.backfill.concurrency === 0) {
+      writer.onOutOfSync((dids) =>
+        log.warn(
+          { repos: dids.length },
+          'repos out of sync, and no backfill worker to refetch them',
+        ),
+      )
+    }
     if (community) {
       writer.onCommitted(community.onCommitted)
       if (config.backfill.concurrency === 0) {
@@ -78,6 +86,7 @@ export async function start(config: Config): Promise<Running> {
         memoryBytes: config.backfill.memoryBytes,
         scope: community,
       })
+      backfill.followResyncs()
       backfilling = backfill.run({ drain: false })
     }
     const sources = config.jetstream

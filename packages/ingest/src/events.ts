@@ -24,7 +24,14 @@ interface Base {
 }
 
 export type IngestEvent =
-  | (Base & { type: 'commit'; commit: string; rev: string; ops: CommitOp[] })
+  | (Base & {
+      type: 'commit'
+      commit: string
+      rev: string
+      /** The rev this commit follows (null: the repo's first); absent when the source omits it. */
+      since?: string | null
+      ops: CommitOp[]
+    })
   | (Base & { type: 'sync'; commit: string; rev: string })
   | (Base & { type: 'identity' })
   | (Base & { type: 'account'; active: boolean; status?: string })

@@ -120,7 +120,16 @@ async function commit(
   )
   return {
     kind: 'event',
-    event: { type: 'commit', seq, time, did, commit: String(body.commit), rev: body.rev, ops },
+    event: {
+      type: 'commit',
+      seq,
+      time,
+      did,
+      commit: String(body.commit),
+      rev: body.rev,
+      since: typeof body.since === 'string' ? body.since : null,
+      ops,
+    },
     dropped: body.ops.length - ops.length,
   }
 }

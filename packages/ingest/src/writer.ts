@@ -22,6 +22,7 @@ import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
+import { brokenChains } from './chain.ts'
 import { RepoGate } from './repo-gate.ts'
 import { scoped, type Scope } from './scope.ts'
 
@@ -117,6 +118,7 @@ export class Writer {
   private readonly db: Db
   private readonly deps: WriterDeps
   private listeners: CommitListener[] = []
+  private resyncListeners: ((dids: string[]) => void)[] = []
   /** Per source, the attempt whose commit is still to be settled (see settle()). */
   private readonly unsettled = new Map<string, Unsettled>()
   /** The tables' keys, json and generated columns, read once. */
@@ -145,6 +147,14 @@ export class Writer {
    */
   onCommitted(listener: CommitListener): void {
     this.listeners.push(listener)
+  }
+
+  /**
+   * Called after a live batch commits with the repos its events showed out of sync with the index
+   * (a broken `since` chain, a #sync to another rev; chain.ts): they should be fetched again.
+   */
+  onOutOfSync(listener: (dids: string[]) => void): void {
+    this.resyncListeners.push(listener)
   }
 
   /**
@@ -336,7 +346,12 @@ export class Writer {
     isolate = false,
   ): Promise<Outcome | { err: unknown }> {
     const sent: { xid?: string } = {}
-    const outcome: Outcome = { changes: [], pending: [] }
+    // Repos found out of sync are reported only once the batch is known to have committed.
+    const outOfSync = [...prepared.outOfSync]
+    const report = () => {
+      for (const listener of this.resyncListeners) listener(outOfSync)
+    }
+    const outcome: Outcome = { changes: [], pending: outOfSync.length ? [report] : [] }
     try {
       await this.db.transaction().execute(async (tx) => {
         if (planned && !isolate) {
@@ -410,7 +425,7 @@ export class Writer {
    */
   private async prepare(
     batch: IngestEvent[],
-    below?: Pick<Prepared, 'actors' | 'claimed'>,
+    below?: Pick<Prepared, 'actors' | 'claimed' | 'revs'>,
   ): Promise<Prepared> {
     const relevant = (e: IngestEvent) =>
       e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
@@ -483,7 +498,30 @@ export class Writer {
     }
     const claimed = new Map<string, string>()
     for (const { did, handle } of handles.values()) if (handle !== null) claimed.set(handle, did)
-    return { handles, deletions, actors: final.snapshot(), claimed }
+    const { repos: outOfSync, revs } = brokenChains(batch, await this.indexedRevs(batch, below))
+    return { handles, deletions, actors: final.snapshot(), claimed, revs, outOfSync }
+  }
+
+  /** The rev indexed for each repo with a commit or #sync in the batch (or left by `below`). */
+  private async indexedRevs(
+    batch: IngestEvent[],
+    below?: Pick<Prepared, 'revs'>,
+  ): Promise<Map<string, string | null>> {
+    const chained = (e: IngestEvent) => e.type === 'sync' || (e.type === 'commit' && !!e.since)
+    const dids = [...new Set(batch.filter(chained).map((e) => e.did))]
+    const revs = new Map<string, string | null>()
+    if (!dids.length) return revs
+    const rows = await this.db
+      .selectFrom('actor_sync')
+      .select(['did', 'repoRev'])
+      .where('did', 'in', dids)
+      .execute()
+    for (const r of rows) revs.set(r.did, r.repoRev)
+    for (const did of dids) {
+      const after = below?.revs.get(did)
+      if (after !== undefined) revs.set(did, after)
+    }
+    return revs
   }
 }
 

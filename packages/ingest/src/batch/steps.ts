@@ -35,6 +35,10 @@ export interface Prepared {
   actors: Map<string, { handle: string | null; indexedAt: string } | null>
   /** Verified handles the batch writes → the actor holding each when it is done. */
   claimed: Map<string, string>
+  /** Each repo's rev as the batch leaves it (chain.ts). */
+  revs: Map<string, string>
+  /** Repos whose events show them out of sync with the index (chain.ts): to fetch again. */
+  outOfSync: Set<string>
 }
 
 type Commit = Extract<IngestEvent, { type: 'commit' }>
