@@ -1,6 +1,7 @@
 // Our indexer in-process, subscribed to a dev-env PDS firehose and writing its own schema, plus a
 // table-by-table comparison with the schema the stock indexer filled from the same firehose.
 import type { TestNetwork } from '@atproto/dev-env'
+import { Community, type CommunityOptions } from '@openplane/community'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
 import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
@@ -42,6 +43,8 @@ export async function startIndexerOn(
     initialCursor?: number
     /** The source is Jetstream (messages compressed or not), filtered to what the plugins index. */
     jetstream?: { compress: boolean }
+    /** Index only this community's accounts. */
+    community?: CommunityOptions
   } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
@@ -55,7 +58,9 @@ export async function startIndexerOn(
   }
   const identity = createIdentity(identityOptions)
   const deps = writerDeps(identity, 1000)
-  const writer = new Writer(db.db, deps)
+  const community = opts.community && (await Community.open(db.db, opts.community, false))
+  const writer = new Writer(db.db, deps, { scope: community })
+  if (community) writer.onCommitted(community.onCommitted)
   const prefetch = new IdentityPrefetch(db.db, deps)
   const indexer = new Indexer({
     source: target.source,

@@ -1,6 +1,7 @@
 // Jetstream as the source: the toolkit serves one recorded network both as a firehose and as
 // Jetstream (JSON, with and without its zstd dictionary). Our indexer fed each must leave the same
-// tables, but for the commit CID Jetstream does not carry.
+// tables, but for the commit CID Jetstream does not carry; so must a community deployment fed
+// each (its scope applies to every source alike).
 import { JetstreamView, ReplayServer, wantedBy } from '@openplane/sim'
 import { indexedCollections } from '@openplane/plugins'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -18,6 +19,8 @@ describe('Jetstream vs the firehose', () => {
   let server: ReplayServer
   let firehose: OurIndexer
   const jetstream: Record<'zstd' | 'plain', OurIndexer> = {} as never
+  const community: Record<'firehose' | 'jetstream', OurIndexer> = {} as never
+  let members: string[] = []
 
   beforeAll(async () => {
     recorded = await recordTestCorpus({ name: 'jetstream', repos: 150, events: 3000, seed: 11 })
@@ -31,11 +34,13 @@ describe('Jetstream vs the firehose', () => {
     const wanted = indexedCollections()
     let lastTimeUs = 0
     let i = 0
+    const accounts = new Set<string>()
     for await (const { bytes } of corpus.messages()) {
       const sent = (await view.messages(i, bytes)).filter(
         (m) => m.kind !== 'commit' || wantedBy(wanted, m.commit.collection),
       )
       if (sent.length) lastTimeUs = view.timeUs(i)
+      for (const m of sent) accounts.add(m.did)
       i++
     }
     for (const kind of ['zstd', 'plain'] as const) {
@@ -44,16 +49,29 @@ describe('Jetstream vs the firehose', () => {
         initialCursor: view.timeUs(0),
       })
     }
+    // A community of a tenth of the network's accounts, on each source.
+    members = [...accounts].filter((_, n) => n % 10 === 0)
+    const scope = { dids: members, lists: [], follows: false }
+    community.firehose = await startIndexerOn(target, { community: scope })
+    community.jetstream = await startIndexerOn(target, {
+      jetstream: { compress: true },
+      initialCursor: view.timeUs(0),
+      community: scope,
+    })
     await Promise.all([
       firehose.indexer.waitFor(lastSeq),
       jetstream.zstd.indexer.waitFor(lastTimeUs),
       jetstream.plain.indexer.waitFor(lastTimeUs),
+      community.firehose.indexer.waitFor(lastSeq),
+      community.jetstream.indexer.waitFor(lastTimeUs),
     ])
   }, 300_000)
   afterAll(async () => {
     await firehose?.close()
     await jetstream.zstd?.close()
     await jetstream.plain?.close()
+    await community.firehose?.close()
+    await community.jetstream?.close()
     await server?.close()
     await recorded?.close()
   })
@@ -73,5 +91,23 @@ describe('Jetstream vs the firehose', () => {
       ])
       expect(diffs.map((d) => formatTableDiff(d, 'firehose', `jetstream ${kind}`))).toEqual([])
     }
+    const diffs = await tableDiffs(
+      community.firehose.schema,
+      community.jetstream.schema,
+      [table],
+      () => ['commitCid'],
+    )
+    expect(diffs.map((d) => formatTableDiff(d, 'community, firehose', 'jetstream'))).toEqual([])
+  })
+
+  it("indexed only the community's accounts", async () => {
+    const authors = await community.jetstream.db.db
+      .selectFrom('record')
+      .select('did')
+      .distinct()
+      .execute()
+    expect(authors.length).toBeGreaterThan(0)
+    const inside = new Set(members)
+    expect(authors.filter((a) => !inside.has(a.did))).toEqual([])
   })
 })
