@@ -77,13 +77,16 @@ describe('repo gate: a backfill and the live events of its repo', () => {
     expect(writer.gate.newer(DID, '')).toHaveLength(3)
     expect(await posts()).toEqual([])
     // The CAR at 3kb: posts 1, 2, 3.
-    await writer.applyRepos([
-      {
-        did: DID,
-        events: [commit(1, '3kb', [create(1), create(2), create(3)])],
-        finish: { rev: '3kb', mark: async () => {} },
-      },
-    ])
+    await writer.applyRepos(
+      [
+        {
+          did: DID,
+          events: [commit(1, '3kb', [create(1), create(2), create(3)])],
+          finish: { rev: '3kb' },
+        },
+      ],
+      async () => {},
+    )
     expect(await posts()).toEqual([uri(1), uri(3), uri(4)])
     expect(writer.gate.holding(DID)).toBe(false)
     // A relay behind the PDS sends the CAR's commits again: dropped; a newer one is applied.

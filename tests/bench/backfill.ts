@@ -14,6 +14,7 @@
 //   BENCH_VERIFY          1: ours checks each commit's signature (the stock always does)
 //   BENCH_SIDES           "stock,openplane" (default) or one of them
 //   BENCH_KEEP_SCHEMAS    1: keep the schemas for inspection
+//   BENCH_WHOLE           0: skip ours over every repo (and the wire bytes): side by side only
 import { performance } from 'node:perf_hooks'
 import { Database, RepoSubscription } from '@atproto/bsky'
 import { IdResolver } from '@atproto/identity'
@@ -203,7 +204,7 @@ try {
         `table differences ${diffs.length}`,
     )
   }
-  if (SIDES.has('openplane')) {
+  if (SIDES.has('openplane') && process.env.BENCH_WHOLE !== '0') {
     log(`openplane: every repo (${all.length})…`)
     const whole = await ours(all)
     console.log(`\n${row(whole)}`)

@@ -13,7 +13,7 @@
 // In a community deployment the worker fetches only repos of accounts in its scope, and removes
 // the index of accounts queued for purging (they left the community) before fetching more. Repos
 // the live stream shows out of sync (sync 1.1) are fetched again (followResyncs).
-import { parseToAtprotoDocument, type IdResolver } from '@atproto/identity'
+import { getKey, getPds, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { IngestEvent, Scope, Writer } from '@openplane/ingest'
@@ -23,7 +23,7 @@ import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
 import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
-import { markDone, markPurged, RepoTable, type RepoKey } from './repos.ts'
+import { markPurged, RepoTable, type RepoKey } from './repos.ts'
 import { ThreadOrder, uriOf, type Woken } from './thread-order.ts'
 
 const log = childLogger('backfill')
@@ -73,7 +73,7 @@ export interface BackfillOptions {
 
 export const BACKFILL_DEFAULTS = {
   verify: false,
-  concurrency: 16,
+  concurrency: 32,
   perHost: 4,
   maxAttempts: 4,
   retryFailed: false,
@@ -457,11 +457,8 @@ export class Backfill {
     const batch: IngestEvent[] = events.length
       ? events
       : [{ type: 'skip', seq: ++this.seq, time: new Date().toISOString(), did: '' }]
-    const finish = done && {
-      rev: done.rev,
-      mark: (tx: Kysely<DatabaseSchema>) => markDone(tx, { did, ...done }),
-    }
-    await this.committer.write({ did, events: batch, finish })
+    const finish = done && { rev: done.rev }
+    await this.committer.write({ did, events: batch, finish }, done && { did, ...done })
     await this.wake(this.order.written(events.flatMap((e) => e.ops.map((op) => uriOf(did, op)))))
   }
 
@@ -508,10 +505,11 @@ export class Backfill {
     } catch (err) {
       throw new RepoFailed(`DID does not resolve: ${messageOf(err)}`, undefined)
     }
-    const pds = parseToAtprotoDocument(doc).pds
+    const pds = getPds(doc)
     if (!pds) throw new RepoFailed('DID document names no PDS', undefined)
-    // In verifying mode a document without a key fails the repo when its commit is checked.
-    return { pds, signingKey: parseToAtprotoDocument(doc).signingKey }
+    // The key is read only to verify (decoding it costs a point decompression). In verifying
+    // mode a document without a key fails the repo when its commit is checked.
+    return { pds, signingKey: this.opts.verify ? getKey(doc) : undefined }
   }
 }
 

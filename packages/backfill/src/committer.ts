@@ -2,14 +2,18 @@
 // records: written one transaction each, the writer's fixed cost per transaction (planning,
 // a dozen statements, the commit) would bound a backfill to a few dozen repos a second. Repos
 // that are ready queue here; while one transaction is written the next fills, and each chunk's
-// promise settles when the transaction holding it commits (or finally fails).
+// promise settles when the transaction holding it commits (or finally fails). The repos a
+// transaction finishes are marked done in it, in one statement.
 import type { RepoChunk, Writer } from '@openplane/ingest'
 import { childLogger } from '@openplane/telemetry'
+import { markDone, type DoneRepo } from './repos.ts'
 
 const log = childLogger('backfill')
 
 interface Queued {
   chunk: RepoChunk
+  /** Set on a repo's last chunk. */
+  done: DoneRepo | undefined
   ops: number
   resolve: () => void
   reject: (err: unknown) => void
@@ -27,11 +31,11 @@ export class Committer {
     this.maxOps = maxOps
   }
 
-  /** Resolves once the chunk is committed. */
-  write(chunk: RepoChunk): Promise<void> {
+  /** Resolves once the chunk is committed; `done`: its repo is marked done with it. */
+  write(chunk: RepoChunk, done?: DoneRepo): Promise<void> {
     const ops = chunk.events.reduce((n, e) => n + (e.type === 'commit' ? e.ops.length : 1), 0)
     return new Promise((resolve, reject) => {
-      this.queue.push({ chunk, ops, resolve, reject })
+      this.queue.push({ chunk, done, ops, resolve, reject })
       if (!this.running) void this.run()
     })
   }
@@ -48,7 +52,11 @@ export class Committer {
           ops += q.ops
         }
         try {
-          await this.retrying(take.map((q) => q.chunk))
+          const done = take.flatMap((q) => (q.done ? [q.done] : []))
+          await this.retrying(
+            take.map((q) => q.chunk),
+            done,
+          )
           for (const q of take) q.resolve()
         } catch (err) {
           for (const q of take) q.reject(err)
@@ -60,10 +68,10 @@ export class Committer {
   }
 
   /** A transaction Postgres refused as a whole is tried again (the writer settles a lost COMMIT). */
-  private async retrying(chunks: RepoChunk[]): Promise<void> {
+  private async retrying(chunks: RepoChunk[], done: DoneRepo[]): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.writer.applyRepos(chunks)
+        await this.writer.applyRepos(chunks, (tx) => markDone(tx, done))
         return
       } catch (err) {
         if (attempt >= 5) throw err

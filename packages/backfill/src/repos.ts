@@ -153,20 +153,26 @@ export class RepoTable {
   }
 }
 
-/** Marks a repo done at `rev`, inside the transaction that writes its last records. */
-export async function markDone(
-  tx: Db,
-  repo: { did: string; rev: string; host: string; records: number },
-): Promise<void> {
+/** A repo written whole: the rev it was fetched at, from where, how many records. */
+export interface DoneRepo {
+  did: string
+  rev: string
+  host: string
+  records: number
+}
+
+/** Marks repos done, inside the transaction that writes their last records: one statement. */
+export async function markDone(tx: Db, repos: DoneRepo[]): Promise<void> {
+  if (!repos.length) return
   await tx
     .insertInto('openplane_repo')
-    .values({ ...repo, state: 'done', attempts: 1 })
+    .values(repos.map((r) => ({ ...r, state: 'done' as const, attempts: 1 })))
     .onConflict((oc) =>
       oc.column('did').doUpdateSet({
         state: 'done',
-        rev: repo.rev,
-        host: repo.host,
-        records: repo.records,
+        rev: sql.ref('excluded.rev'),
+        host: sql.ref('excluded.host'),
+        records: sql.ref('excluded.records'),
         reason: null,
         attempts: sql`openplane_repo.attempts + 1`,
         updatedAt: sql`now()`,

@@ -65,10 +65,9 @@ export type CommitListener = (
  */
 type Position = (tx: Kysely<DatabaseSchema>) => Promise<string>
 
-/** A backfilled repo's last chunk: its rev, and its state to record in the same transaction. */
+/** A backfilled repo's last chunk: the rev its records are written at. */
 export interface RepoFinish {
   rev: string
-  mark(tx: Kysely<DatabaseSchema>): Promise<void>
 }
 
 /** A repo's events to write in a backfill; `finish` on its last chunk. */
@@ -180,19 +179,19 @@ export class Writer {
 
   /**
    * Writes chunks of repos' backfills (events made from their CARs), several repos to one
-   * transaction. A repo's last chunk (`finish`) also writes the live events held for it that are
-   * newer than the fetched rev, and its state, in the same transaction; such repos are released
-   * once it commits. Retried like applyBatch (one caller: the backfill writes in turn).
+   * transaction, with `mark` (their state) last in it. A repo's last chunk (`finish`) also writes
+   * the live events held for it that are newer than the fetched rev; such repos are released once
+   * it commits. Retried like applyBatch (one caller: the backfill writes in turn).
    */
-  applyRepos(parts: RepoChunk[]): Promise<void> {
+  applyRepos(
+    parts: RepoChunk[],
+    mark: (tx: Kysely<DatabaseSchema>) => Promise<void>,
+  ): Promise<void> {
     return this.exclusive(async () => {
       const batch = parts.flatMap((p) =>
         p.finish ? [...p.events, ...this.gate.newer(p.did, p.finish.rev)] : p.events,
       )
-      const position = markedPosition(async (tx) => {
-        for (const p of parts) await p.finish?.mark(tx)
-      })
-      await this.write(BACKFILL_SOURCE, batch, 0, position)
+      await this.write(BACKFILL_SOURCE, batch, 0, markedPosition(mark))
       for (const p of parts) if (p.finish) this.gate.release(p.did, p.finish.rev)
     })
   }
