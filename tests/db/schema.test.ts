@@ -96,7 +96,7 @@ describe('@openplane/db schema', () => {
         '0002-openplane-tables',
         '0003-actor-ids',
         '0004-repo-backfill',
-        '0005-repo-purge',
+        '0005-repo-queue',
       ],
     })
 
@@ -141,7 +141,7 @@ describe('@openplane/db schema', () => {
     const db = ours(schema)
     expect(await migrateToLatest(db)).toEqual({
       adopted: true,
-      applied: ['0002-openplane-tables', '0003-actor-ids', '0004-repo-backfill', '0005-repo-purge'],
+      applied: ['0002-openplane-tables', '0003-actor-ids', '0004-repo-backfill', '0005-repo-queue'],
     })
 
     const actors = await db.db.selectFrom('actor').select(['did', 'handle']).execute()
@@ -166,7 +166,7 @@ describe('@openplane/db schema', () => {
       '0002-openplane-tables',
       '0003-actor-ids',
       '0004-repo-backfill',
-      '0005-repo-purge',
+      '0005-repo-queue',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -216,7 +216,7 @@ describe('@openplane/db schema', () => {
           '0002-openplane-tables',
           '0003-actor-ids',
           '0004-repo-backfill',
-          '0005-repo-purge',
+          '0005-repo-queue',
         ],
       })
 

@@ -5,7 +5,7 @@ import * as stockSchema from './0001-stock-schema.ts'
 import * as openplaneTables from './0002-openplane-tables.ts'
 import * as actorIds from './0003-actor-ids.ts'
 import * as repoBackfill from './0004-repo-backfill.ts'
-import * as repoPurge from './0005-repo-purge.ts'
+import * as repoQueue from './0005-repo-queue.ts'
 
 /** Creates the stock's schema; recorded without running when adopting a stock database. */
 export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
@@ -18,7 +18,7 @@ export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvi
     '0002-openplane-tables': openplaneTables,
     '0003-actor-ids': actorIds,
     '0004-repo-backfill': repoBackfill,
-    '0005-repo-purge': repoPurge,
+    '0005-repo-queue': repoQueue,
   }
   return { getMigrations: async () => migrations }
 }
