@@ -3,12 +3,9 @@
 // so the record stays deleted; live events the CAR already covers are dropped, after the
 // backfill too; a retried live batch holds nothing twice.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
-import { createIdentity } from '@openplane/identity'
-import { Writer, writerDeps, type IngestEvent } from '@openplane/ingest'
-import { PG_URL, uniqueName } from '../harness/env.ts'
-import { freePort } from '../harness/processes.ts'
-import { dropSchemas } from '../harness/stock-network.ts'
+import type { Db } from '@openplane/db'
+import type { IngestEvent, Writer } from '@openplane/ingest'
+import { openScratchWriter, type ScratchWriter } from '../harness/writer.ts'
 
 const DID = 'did:plc:gategategategategategate'
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm'
@@ -41,25 +38,18 @@ const del = (i: number): Commit['ops'][number] => ({
 })
 
 describe('repo gate: a backfill and the live events of its repo', () => {
+  let scratch: ScratchWriter
   let db: Db
   let writer: Writer
-  const schema = uniqueName('op_gate')
   const posts = async () =>
     (await db.db.selectFrom('post').select('uri').orderBy('uri').execute()).map((r) => r.uri)
 
   beforeAll(async () => {
-    db = createPgDb({ url: PG_URL, schema })
-    await migrateToLatest(db)
-    const identity = createIdentity({
-      plcUrl: `http://127.0.0.1:${await freePort()}`,
-      allowPrivateNetwork: true,
-      timeoutMs: 200,
-    })
-    writer = new Writer(db.db, writerDeps(identity, 200))
+    scratch = await openScratchWriter('op_gate')
+    ;({ db, writer } = scratch)
   })
   afterAll(async () => {
-    await db?.close()
-    await dropSchemas([schema])
+    await scratch?.close()
   })
 
   it('writes held events newer than the fetched rev after it, drops older ones', async () => {

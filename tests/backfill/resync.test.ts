@@ -4,13 +4,10 @@
 // `since` (Jetstream) asks for nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
-import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
-import { createIdentity } from '@openplane/identity'
-import { Writer, writerDeps, type IngestEvent } from '@openplane/ingest'
+import type { Db } from '@openplane/db'
+import type { IngestEvent, Writer } from '@openplane/ingest'
 import { registry } from '@openplane/telemetry'
-import { PG_URL, uniqueName } from '../harness/env.ts'
-import { freePort } from '../harness/processes.ts'
-import { dropSchemas } from '../harness/stock-network.ts'
+import { openScratchWriter, type ScratchWriter } from '../harness/writer.ts'
 
 const A = 'did:plc:chainchainchainchainchain'
 const B = 'did:plc:neverneverneverneverneve'
@@ -46,10 +43,10 @@ const sync = (did: string, rev: string): IngestEvent => ({
 })
 
 describe('repos out of sync are fetched again', () => {
+  let scratch: ScratchWriter
   let db: Db
   let writer: Writer
   let backfill: Backfill
-  const schema = uniqueName('op_resync')
   const pending = async () =>
     (
       await db.db
@@ -73,25 +70,18 @@ describe('repos out of sync are fetched again', () => {
   }
 
   beforeAll(async () => {
-    db = createPgDb({ url: PG_URL, schema })
-    await migrateToLatest(db)
-    const identity = createIdentity({
-      plcUrl: `http://127.0.0.1:${await freePort()}`,
-      allowPrivateNetwork: true,
-      timeoutMs: 200,
-    })
-    writer = new Writer(db.db, writerDeps(identity, 200))
+    scratch = await openScratchWriter('op_resync')
+    ;({ db, writer } = scratch)
     backfill = new Backfill({
       ...BACKFILL_DEFAULTS,
       db: db.db,
       writer,
-      idResolver: identity.idResolver,
+      idResolver: scratch.identity.idResolver,
     })
     backfill.followResyncs()
   })
   afterAll(async () => {
-    await db?.close()
-    await dropSchemas([schema])
+    await scratch?.close()
   })
 
   it('asks for nothing while the chain holds, across batches and within one', async () => {

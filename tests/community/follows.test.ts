@@ -5,12 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
 import { Community, type CommunityOptions } from '@openplane/community'
-import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
+import type { Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { Writer, writerDeps, type IngestEvent } from '@openplane/ingest'
-import { PG_URL, uniqueName } from '../harness/env.ts'
-import { freePort } from '../harness/processes.ts'
-import { dropSchemas } from '../harness/stock-network.ts'
+import type { IngestEvent, Writer } from '@openplane/ingest'
+import { openScratchWriter, type ScratchWriter } from '../harness/writer.ts'
 
 const MEMBER = 'did:plc:membermembermembermember'
 const X = 'did:plc:followedfollowedfollowed'
@@ -52,11 +50,11 @@ const unfollow = (rkey: string): Commit['ops'][number] => ({
 })
 
 describe('a community widened to what its members follow', () => {
+  let scratch: ScratchWriter
   let db: Db
   let writer: Writer
   let community: Community
   const options: CommunityOptions = { dids: [MEMBER], lists: [], follows: true }
-  const schema = uniqueName('op_commf')
   const texts = async (did: string) =>
     (await db.db.selectFrom('post').select('text').where('creator', '=', did).execute())
       .map((r) => r.text)
@@ -71,20 +69,15 @@ describe('a community widened to what its members follow', () => {
     )?.state
 
   beforeAll(async () => {
-    db = createPgDb({ url: PG_URL, schema })
-    await migrateToLatest(db)
-    const identity = createIdentity({
-      plcUrl: `http://127.0.0.1:${await freePort()}`,
-      allowPrivateNetwork: true,
-      timeoutMs: 200,
+    scratch = await openScratchWriter('op_commf', async (scratchDb) => {
+      community = await Community.open(scratchDb.db, options, true)
+      return community
     })
-    community = await Community.open(db.db, options, true)
-    writer = new Writer(db.db, writerDeps(identity, 200), { scope: community })
+    ;({ db, writer } = scratch)
     writer.onCommitted(community.onCommitted)
   })
   afterAll(async () => {
-    await db?.close()
-    await dropSchemas([schema])
+    await scratch?.close()
   })
 
   it('asks for the configured members at once', async () => {
