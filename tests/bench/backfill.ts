@@ -10,7 +10,7 @@
 //
 //   BENCH_EVENTS, BENCH_REPOS, BENCH_SEED   the corpus (default 500000, 100000, 1: bench:ingest's)
 //   BENCH_COMPARE_REPOS   repos both sides index, compared table by table (default 5000)
-//   BENCH_CONCURRENCY     repos in flight on each side (default 16)
+//   BENCH_CONCURRENCY     repos in flight on each side (default: the backfill's own, 32)
 //   BENCH_VERIFY          1: ours checks each commit's signature (the stock always does)
 //   BENCH_SIDES           "stock,openplane" (default) or one of them
 //   BENCH_KEEP_SCHEMAS    1: keep the schemas for inspection
@@ -34,7 +34,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 100_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
 const COMPARE = Number(process.env.BENCH_COMPARE_REPOS ?? 5000)
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16)
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? BACKFILL_DEFAULTS.concurrency)
 const VERIFY = process.env.BENCH_VERIFY === '1'
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
 const log = (...a: unknown[]) => console.log(`[bench:backfill]`, ...a)

@@ -476,6 +476,9 @@ export class Backfill {
       }
       const parked = this.parked.get(did)
       const last = parked && !this.order.waiting(did) ? parked : undefined
+      // Claimed before the write: another wake running meanwhile must not finish it too (two
+      // "done" marks of one repo in one transaction, and the repo counted twice).
+      if (last) this.parked.delete(did)
       try {
         await this.writeReady(did, [evt], last)
       } catch (err) {
@@ -490,10 +493,7 @@ export class Backfill {
         await this.fail(did, err)
         continue
       }
-      if (last) {
-        this.parked.delete(did)
-        this.repoDone(did)
-      }
+      if (last) this.repoDone(did)
     }
   }
 

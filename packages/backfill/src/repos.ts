@@ -164,9 +164,11 @@ export interface DoneRepo {
 /** Marks repos done, inside the transaction that writes their last records: one statement. */
 export async function markDone(tx: Db, repos: DoneRepo[]): Promise<void> {
   if (!repos.length) return
+  // One row per repo: a repo twice in one upsert would make Postgres refuse the transaction.
+  const last = new Map(repos.map((r) => [r.did, r]))
   await tx
     .insertInto('openplane_repo')
-    .values(repos.map((r) => ({ ...r, state: 'done' as const, attempts: 1 })))
+    .values([...last.values()].map((r) => ({ ...r, state: 'done' as const, attempts: 1 })))
     .onConflict((oc) =>
       oc.column('did').doUpdateSet({
         state: 'done',
