@@ -1,11 +1,13 @@
-// Writes proto/bsky.proto from the generated code shipped by the pinned @atproto/bsky.
-//   node scripts/proto-from-stock.ts           write proto/bsky.proto
-//   node scripts/proto-from-stock.ts --check   exit 1 if the committed file differs
+// Writes proto/bsky.proto (the dataplane contract we serve) and proto/bsync.proto (the bsync
+// contract we consume) from the generated code shipped by the pinned @atproto/bsky.
+//   node scripts/proto-from-stock.ts           write both
+//   node scripts/proto-from-stock.ts --check   exit 1 if a committed file differs
 import { readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import {
   enumTypeOf,
   loadStockContract,
+  type ContractName,
   type EnumDesc,
   type FieldDesc,
   type MessageDesc,
@@ -30,15 +32,15 @@ const SCALARS: Record<number, string> = {
 }
 
 const root = path.resolve(import.meta.dirname, '..')
-export const PROTO_PATH = path.join(root, 'proto/bsky.proto')
+export const protoPath = (name: ContractName) => path.join(root, `proto/${name}.proto`)
 
-/** Name of a referenced type relative to package `bsky` (nested types keep their dotted path). */
+/** Name of a referenced type relative to its package (nested types keep their dotted path). */
 function typeRef(typeName: string, imports: Set<string>): string {
   if (typeName.startsWith('google.protobuf.')) {
     imports.add(`google/protobuf/${typeName.slice(16).toLowerCase()}.proto`)
     return typeName
   }
-  return typeName.replace(/^bsky\./, '')
+  return typeName.replace(/^(bsky|bsync)\./, '')
 }
 
 /** Field descriptors hold the enum's type; the generated module exports the enum object. */
@@ -99,8 +101,8 @@ function writeEnum(e: EnumDesc, indent: string): string {
   return [`${indent}enum ${short} {`, ...values, `${indent}}`].join('\n')
 }
 
-export async function renderProto(): Promise<string> {
-  const stock = await loadStockContract()
+export async function renderProto(name: ContractName): Promise<string> {
+  const stock = await loadStockContract(name)
   const imports = new Set<string>()
   const decls = [...stock.enums, ...stock.messages]
   // Keep file order: recover it from the generator's comments.
@@ -130,7 +132,7 @@ export async function renderProto(): Promise<string> {
     '// run `pnpm codegen` after upgrading @atproto/bsky.',
     'syntax = "proto3";',
     '',
-    'package bsky;',
+    `package ${name};`,
     '',
     ...[...imports].sort().map((i) => `import "${i}";`),
     '',
@@ -147,16 +149,19 @@ export async function renderProto(): Promise<string> {
 }
 
 if (import.meta.main) {
-  const text = await renderProto()
-  if (process.argv.includes('--check')) {
-    const current = await readFile(PROTO_PATH, 'utf8').catch(() => '')
-    if (current !== text) {
-      console.error('proto/bsky.proto is out of date with @atproto/bsky: run `pnpm codegen`')
-      process.exit(1)
+  for (const name of ['bsky', 'bsync'] as const) {
+    const text = await renderProto(name)
+    const file = protoPath(name)
+    if (process.argv.includes('--check')) {
+      const current = await readFile(file, 'utf8').catch(() => '')
+      if (current !== text) {
+        console.error(`proto/${name}.proto is out of date with @atproto/bsky: run \`pnpm codegen\``)
+        process.exit(1)
+      }
+      console.log(`proto/${name}.proto matches the installed @atproto/bsky`)
+    } else {
+      await writeFile(file, text)
+      console.log(`wrote ${path.relative(process.cwd(), file)}`)
     }
-    console.log('proto/bsky.proto matches the installed @atproto/bsky')
-  } else {
-    await writeFile(PROTO_PATH, text)
-    console.log(`wrote ${path.relative(process.cwd(), PROTO_PATH)}`)
   }
 }

@@ -49,14 +49,17 @@ export async function stockPackageDir(): Promise<string> {
   return path.dirname(pkgJson)
 }
 
-export async function loadStockContract(): Promise<StockContract> {
+/** The contracts the pinned package ships: the dataplane's, and bsync's (which we consume). */
+export type ContractName = 'bsky' | 'bsync'
+
+export async function loadStockContract(name: ContractName = 'bsky'): Promise<StockContract> {
   const dir = await stockPackageDir()
   const version = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8'))
     .version as string
-  const pbFile = path.join(dir, 'dist/proto/bsky_pb.js')
+  const pbFile = path.join(dir, `dist/proto/${name}_pb.js`)
   const pbSource = await readFile(pbFile, 'utf8')
   const pb = (await import(pbFile)) as Record<string, unknown>
-  const connect = (await import(path.join(dir, 'dist/proto/bsky_connect.js'))) as {
+  const connect = (await import(path.join(dir, `dist/proto/${name}_connect.js`))) as {
     Service: ServiceDesc
   }
 

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import * as ours from '@openplane/proto'
 import { Service as OurService } from '@openplane/proto'
+import * as oursBsync from '@openplane/proto/bsync'
 import { diffContracts } from '../../scripts/contract-diff.ts'
 import { loadStockContract, stockPackageDir } from '../../scripts/stock-contract.ts'
 
@@ -48,7 +49,22 @@ describe('bsky.Service contract', () => {
     expect(drift2.some((l) => l.startsWith('bsky.GetTimelineRequest #1: repeated'))).toBe(true)
   })
 
-  it('proto/bsky.proto and the generated code are current', () => {
+  it('bsync.Service (which the bsync consumer calls) matches the stock package too', async () => {
+    const dir = await stockPackageDir()
+    const pb = (await import(path.join(dir, 'dist/proto/bsync_pb.js'))) as Record<string, unknown>
+    const { service } = await loadStockContract('bsync')
+    const drift = diffContracts(
+      { service, pb },
+      {
+        service: oursBsync.BsyncService as never,
+        pb: oursBsync as unknown as Record<string, unknown>,
+      },
+    )
+    expect(drift).toEqual([])
+    expect(Object.keys(oursBsync.BsyncService.methods)).toContain('scanOperations')
+  })
+
+  it('proto/*.proto and the generated code are current', () => {
     const run = (script: string) =>
       execFileSync(process.execPath, [path.join(root, 'scripts', script), '--check'], {
         cwd: root,

@@ -30,6 +30,7 @@ const OUR_TABLES = [
   'openplane_graph_snapshot_id_seq',
   'openplane_graph_snapshot_chunk',
   'openplane_repo',
+  'openplane_stream_cursor',
 ]
 
 const created: string[] = []
@@ -97,6 +98,7 @@ describe('@openplane/db schema', () => {
         '0003-actor-ids',
         '0004-repo-backfill',
         '0005-repo-queue',
+        '0006-stream-cursor',
       ],
     })
 
@@ -141,7 +143,13 @@ describe('@openplane/db schema', () => {
     const db = ours(schema)
     expect(await migrateToLatest(db)).toEqual({
       adopted: true,
-      applied: ['0002-openplane-tables', '0003-actor-ids', '0004-repo-backfill', '0005-repo-queue'],
+      applied: [
+        '0002-openplane-tables',
+        '0003-actor-ids',
+        '0004-repo-backfill',
+        '0005-repo-queue',
+        '0006-stream-cursor',
+      ],
     })
 
     const actors = await db.db.selectFrom('actor').select(['did', 'handle']).execute()
@@ -167,6 +175,7 @@ describe('@openplane/db schema', () => {
       '0003-actor-ids',
       '0004-repo-backfill',
       '0005-repo-queue',
+      '0006-stream-cursor',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -217,6 +226,7 @@ describe('@openplane/db schema', () => {
           '0003-actor-ids',
           '0004-repo-backfill',
           '0005-repo-queue',
+          '0006-stream-cursor',
         ],
       })
 

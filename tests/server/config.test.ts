@@ -135,4 +135,30 @@ describe('configuration from env', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  it('reads bsync settings, and refuses them without a URL or without the indexer', () => {
+    expect(readConfig({}).bsync).toBeUndefined()
+    expect(
+      readConfig({
+        DATAPLANE_BSYNC_URL: 'http://127.0.0.1:2586/',
+        DATAPLANE_BSYNC_API_KEY: 'k',
+        DATAPLANE_BSYNC_HTTP_VERSION: '1.1',
+      }).bsync,
+    ).toEqual({
+      url: 'http://127.0.0.1:2586',
+      apiKey: 'k',
+      httpVersion: '1.1',
+      ignoreBadTls: false,
+    })
+    const bad: [Record<string, string>, RegExp][] = [
+      [{ DATAPLANE_BSYNC_API_KEY: 'k' }, /DATAPLANE_BSYNC_API_KEY needs DATAPLANE_BSYNC_URL/],
+      [{ DATAPLANE_BSYNC_URL: 'ws://x' }, /DATAPLANE_BSYNC_URL must use/],
+      [
+        { DATAPLANE_BSYNC_URL: 'http://x', DATAPLANE_BSYNC_HTTP_VERSION: '3' },
+        /DATAPLANE_BSYNC_HTTP_VERSION/,
+      ],
+      [{ DATAPLANE_BSYNC_URL: 'http://x', DATAPLANE_INDEXER: 'false' }, /DATAPLANE_INDEXER=true/],
+    ]
+    for (const [env, message] of bad) expect(() => readConfig(env)).toThrow(message)
+  })
 })

@@ -32,6 +32,15 @@ export interface Config {
   backfill: BackfillConfig
   /** Index only these accounts (a community deployment); undefined: the whole network. */
   community?: CommunityConfig
+  /** Tail bsync (mutes, notification settings, bookmarks, drafts, …); undefined: not read. */
+  bsync?: BsyncConfig
+}
+
+export interface BsyncConfig {
+  url: string
+  apiKey?: string
+  httpVersion: '1.1' | '2'
+  ignoreBadTls: boolean
 }
 
 export interface CommunityConfig {
@@ -183,6 +192,30 @@ function community(env: Env): CommunityConfig | undefined {
   return { dids: [...new Set(named)], lists, follows }
 }
 
+function bsync(env: Env, indexer: boolean): BsyncConfig | undefined {
+  const bsyncUrl = url(env, 'DATAPLANE_BSYNC_URL', undefined, ['http:', 'https:'])
+  if (!bsyncUrl) {
+    for (const name of ['DATAPLANE_BSYNC_API_KEY', 'DATAPLANE_BSYNC_HTTP_VERSION']) {
+      if (env[name]?.trim()) throw new ConfigError(`${name} needs DATAPLANE_BSYNC_URL`)
+    }
+    return undefined
+  }
+  // bsync's state is written by the process that holds the writer, like the firehose's.
+  if (!indexer) {
+    throw new ConfigError('DATAPLANE_BSYNC_URL needs DATAPLANE_INDEXER=true (the writing process)')
+  }
+  const httpVersion = str(env, 'DATAPLANE_BSYNC_HTTP_VERSION', '2')
+  if (httpVersion !== '1.1' && httpVersion !== '2') {
+    throw new ConfigError(`DATAPLANE_BSYNC_HTTP_VERSION must be 1.1 or 2, got "${httpVersion}"`)
+  }
+  return {
+    url: bsyncUrl,
+    apiKey: env.DATAPLANE_BSYNC_API_KEY?.trim() || undefined,
+    httpVersion,
+    ignoreBadTls: bool(env, 'DATAPLANE_BSYNC_IGNORE_BAD_TLS', false),
+  }
+}
+
 function timelines(env: Env, withGraph: boolean): TimelinesConfig {
   const explicit = env.DATAPLANE_TIMELINES?.trim().toLowerCase()
   const store = explicit || (env.DATAPLANE_REDIS_NODES?.trim() ? 'redis' : 'memory')
@@ -284,5 +317,6 @@ export function readConfig(env: Env = process.env): Config {
       memoryBytes: int(env, 'DATAPLANE_BACKFILL_MEMORY_MB', 64, 1, 65_536) * 1024 * 1024,
     },
     community: community(env),
+    bsync: bsync(env, indexer),
   }
 }

@@ -12,6 +12,7 @@ import {
 } from '@openplane/fanout'
 import { createIdentity } from '@openplane/identity'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
+import { BsyncConsumer } from '@openplane/bsync'
 import { Community } from '@openplane/community'
 import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
 import { indexedCollections } from '@openplane/plugins'
@@ -51,6 +52,7 @@ export async function start(config: Config): Promise<Running> {
   let backfill: Backfill | undefined
   let backfilling: Promise<unknown> | undefined
   let community: Community | undefined
+  let bsync: BsyncConsumer | undefined
   if (config.indexer) {
     lock = await writerLock(db, !config.postgres)
     const deps = writerDeps(identity)
@@ -111,6 +113,10 @@ export async function start(config: Config): Promise<Running> {
       await indexer.start()
       indexers.push(indexer)
     }
+    if (config.bsync) {
+      bsync = new BsyncConsumer({ db: db.db, ...config.bsync })
+      bsync.start()
+    }
   }
   const server = await startServer({
     host: config.host,
@@ -126,11 +132,18 @@ export async function start(config: Config): Promise<Running> {
         ready: true,
         indexers: indexers.map((i) => i.state()),
         ...(community ? { community: { accounts: community.size() } } : {}),
+        ...(bsync ? { bsync: bsync.state() } : {}),
       }
     },
     control: {
-      // Lets tests and operators wait until a given firehose seq is applied, fan-out included.
-      async waitForSeq(source: string, seq: number) {
+      // Lets tests and operators wait until a firehose seq (fan-out included) and bsync
+      // operations are applied.
+      async waitFor({ seq, source, bsync: ops }) {
+        if (Object.keys(ops).length) {
+          if (!bsync) throw new Error('bsync is not configured (DATAPLANE_BSYNC_URL)')
+          await bsync.waitFor(ops)
+        }
+        if (seq === undefined) return
         const indexer = indexers.find((i) => i.state().source === source) ?? indexers[0]
         if (!indexer) throw new Error('no indexer is running')
         await indexer.waitFor(seq)
@@ -142,6 +155,7 @@ export async function start(config: Config): Promise<Running> {
     url: server.url,
     async stop() {
       await server.close()
+      await bsync?.stop()
       backfill?.stop()
       await backfilling
       for (const i of indexers) await i.stop()

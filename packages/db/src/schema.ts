@@ -561,6 +561,13 @@ export interface OpenplaneCursor {
   updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
 }
 
+/** The cursor of a stream other than a repo firehose (bsync's scans; `bsync:op` etc.). */
+export interface OpenplaneStreamCursor {
+  stream: string
+  cursor: string
+  updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
+}
+
 /** DIDs interned to the u32 ids of the in-memory graph (@openplane/graph). */
 export interface OpenplaneActorId {
   id: GeneratedAlways<number>
@@ -658,6 +665,7 @@ export interface DatabaseSchema {
   verification: Verification
   view_param: ViewParam
   openplane_cursor: OpenplaneCursor
+  openplane_stream_cursor: OpenplaneStreamCursor
   openplane_actor_id: OpenplaneActorId
   openplane_graph_snapshot: OpenplaneGraphSnapshot
   openplane_graph_snapshot_chunk: OpenplaneGraphSnapshotChunk

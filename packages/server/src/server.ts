@@ -24,8 +24,43 @@ export interface HealthReport {
 export interface ServerOptions extends ListenOptions {
   ctx: RouteContext
   health?: () => Promise<HealthReport>
-  /** Backs GET /_wait?seq=N[&source=url]: answers once that firehose seq is applied. */
-  control?: { waitForSeq(source: string, seq: number): Promise<void> }
+  /**
+   * Backs GET /_wait?seq=N[&source=url][&bsyncOp=N&bsyncMute=N&bsyncNotif=N]: answers once that
+   * firehose seq and those bsync operation ids are applied.
+   */
+  control?: { waitFor(target: WaitTarget): Promise<void> }
+}
+
+export interface WaitTarget {
+  /** A firehose seq (or Jetstream time_us) of `source` (default: the first source). */
+  seq?: number
+  source: string
+  /** bsync operation ids, per stream. */
+  bsync: { op?: string; mute?: string; notif?: string }
+}
+
+/** The /_wait query as a target; a string saying what is wrong otherwise. */
+function waitTarget(q: URLSearchParams): WaitTarget | string {
+  const target: WaitTarget = { source: q.get('source') ?? '', bsync: {} }
+  const seq = q.get('seq')
+  if (seq !== null) {
+    if (!Number.isSafeInteger(Number(seq))) return 'seq must be an integer'
+    target.seq = Number(seq)
+  }
+  for (const [param, stream] of [
+    ['bsyncOp', 'op'],
+    ['bsyncMute', 'mute'],
+    ['bsyncNotif', 'notif'],
+  ] as const) {
+    const v = q.get(param)
+    if (v === null || v === '') continue
+    if (!/^\d{1,19}$/.test(v)) return `${param} must be an operation id`
+    target.bsync[stream] = v
+  }
+  if (target.seq === undefined && !Object.keys(target.bsync).length) {
+    return 'give seq and/or bsyncOp, bsyncMute, bsyncNotif'
+  }
+  return target
 }
 
 export interface DataplaneServer {
@@ -77,14 +112,14 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     }
     if (req.method === 'GET' && path === '/_wait' && opts.control) {
       const q = new URL(req.url ?? '/', 'http://x').searchParams
-      const seq = Number(q.get('seq'))
       const timeoutMs = Math.min(Number(q.get('timeoutMs') ?? 30_000) || 30_000, 300_000)
-      if (!Number.isSafeInteger(seq)) return send(res, 400, 'text/plain', 'seq must be an integer')
+      const target = waitTarget(q)
+      if (typeof target === 'string') return send(res, 400, 'text/plain', target)
       const timeout = new Promise<never>((_, reject) =>
         setTimeout(() => reject(new Error('timeout')), timeoutMs).unref(),
       )
-      Promise.race([opts.control.waitForSeq(q.get('source') ?? '', seq), timeout])
-        .then(() => send(res, 200, 'application/json', JSON.stringify({ seq })))
+      Promise.race([opts.control.waitFor(target), timeout])
+        .then(() => send(res, 200, 'application/json', JSON.stringify(target)))
         .catch((err: unknown) => send(res, 504, 'text/plain', String(err)))
       return
     }

@@ -6,6 +6,7 @@ import * as openplaneTables from './0002-openplane-tables.ts'
 import * as actorIds from './0003-actor-ids.ts'
 import * as repoBackfill from './0004-repo-backfill.ts'
 import * as repoQueue from './0005-repo-queue.ts'
+import * as streamCursor from './0006-stream-cursor.ts'
 
 /** Creates the stock's schema; recorded without running when adopting a stock database. */
 export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
@@ -19,6 +20,7 @@ export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvi
     '0003-actor-ids': actorIds,
     '0004-repo-backfill': repoBackfill,
     '0005-repo-queue': repoQueue,
+    '0006-stream-cursor': streamCursor,
   }
   return { getMigrations: async () => migrations }
 }
