@@ -41,8 +41,32 @@ export default (ctx: RouteContext): Routes => ({
     return { uris: items.map((r) => r.uri), cursor }
   },
 
-  // The stock has no feed generator status (it throws); say so plainly.
-  // GetFeedGeneratorStatus: unimplemented, as in the stock (the AppView never calls it).
+  // The stock throws here and the AppView never calls it (getFeedGenerator answers isOnline and
+  // isValid as true without asking), so the semantics are ours, from what the index knows and
+  // without calling the feed service. One status per uri, in order:
+  //   ''            no feed generator indexed at that uri (or not a feed generator uri at all);
+  //   'takendown'   the record or its creator is taken down (a takedown ref, or the creator's
+  //                 host reports it takendown or suspended, which the AppView treats alike);
+  //   'deactivated' the creator's account is deactivated at its host;
+  //   'valid'       indexed and servable: the AppView would show the generator.
+  async getFeedGeneratorStatus(req) {
+    const unique = [...new Set(req.uris)]
+    if (unique.length === 0) return { status: [] }
+    const rows = await ctx.db
+      .selectFrom('feed_generator')
+      .leftJoin('record', 'record.uri', 'feed_generator.uri')
+      .leftJoin('actor', 'actor.did', 'feed_generator.creator')
+      .where('feed_generator.uri', 'in', unique)
+      .select([
+        'feed_generator.uri',
+        'record.takedownRef as recordTakedownRef',
+        'actor.takedownRef as actorTakedownRef',
+        'actor.upstreamStatus',
+      ])
+      .execute()
+    const byUri = new Map(rows.map((row) => [row.uri, feedGeneratorStatus(row)]))
+    return { status: req.uris.map((uri) => byUri.get(uri) ?? '') }
+  },
 
   // No cursor in this (V1) response: one page.
   async searchFeedGenerators(req) {
@@ -50,6 +74,18 @@ export default (ctx: RouteContext): Routes => ({
     return { uris: results }
   },
 })
+
+function feedGeneratorStatus(row: {
+  recordTakedownRef: string | null
+  actorTakedownRef: string | null
+  upstreamStatus: string | null
+}): string {
+  const { recordTakedownRef, actorTakedownRef, upstreamStatus } = row
+  if (recordTakedownRef || actorTakedownRef) return 'takendown'
+  if (upstreamStatus === 'takendown' || upstreamStatus === 'suspended') return 'takendown'
+  if (upstreamStatus === 'deactivated') return 'deactivated'
+  return 'valid'
+}
 
 /** The stock reads the cursor with parseInt, so a numeric prefix is enough. */
 function parseOrder(cursor: string): number {

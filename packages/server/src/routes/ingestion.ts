@@ -3,8 +3,8 @@ import type { RouteContext, Routes } from './context.ts'
 
 const LIST_COLLECTION = 'app.bsky.graph.list'
 
-// Mute writes the AppView makes directly (muteActor, muteActorList, …). Thread-mute writes are
-// not here: the stock does not implement them either.
+// Mute writes the AppView makes directly (muteActor, muteActorList, …). Thread-mute writes live
+// with the thread-mute reads, in thread-mutes.ts.
 export default (ctx: RouteContext): Routes => ({
   // Muting again replaces the repost/quote-post scope and keeps the original time.
   async createActorMute(req) {

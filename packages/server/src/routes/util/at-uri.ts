@@ -31,7 +31,12 @@ export function collectionOf(uri: string): string {
   return parts.collection
 }
 
+/** A syntactically valid DID, as @atproto/syntax's ensureValidDid decides. */
+export function isDid(id: string): boolean {
+  return id.length <= 2048 && DID.test(id)
+}
+
 function isAtIdentifier(id: string): boolean {
-  if (id.startsWith('did:')) return id.length <= 2048 && DID.test(id)
+  if (id.startsWith('did:')) return isDid(id)
   return id.length <= 253 && HANDLE.test(id)
 }
