@@ -4,6 +4,9 @@
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 
+/** Repos enqueued at once after which the table's statistics are refreshed. */
+const ANALYZE_AFTER = 1000
+
 type Db = Kysely<DatabaseSchema>
 
 /** Where a page of repos to fetch ends (request time, then DID). */
@@ -46,6 +49,10 @@ export class RepoTable {
         on conflict (did) ${conflict}`.execute(this.db)
       added += Number(res.numAffectedRows ?? 0)
     }
+    // A large enqueue changes the table faster than autovacuum re-reads its statistics: with the
+    // old ones (a near-empty table) the planner pages by sorting every pending repo, 40–60 ms a
+    // page at 90,000 repos, where the index in order answers in 0.2 ms.
+    if (added >= ANALYZE_AFTER) await sql`analyze openplane_repo`.execute(this.db)
     return added
   }
 
@@ -89,6 +96,10 @@ export class RepoTable {
       )
       added += Number(res.numAffectedRows ?? 0)
     }
+    // A large enqueue changes the table faster than autovacuum re-reads its statistics: with the
+    // old ones (a near-empty table) the planner pages by sorting every pending repo, 40–60 ms a
+    // page at 90,000 repos, where the index in order answers in 0.2 ms.
+    if (added >= ANALYZE_AFTER) await sql`analyze openplane_repo`.execute(this.db)
     return added
   }
 
