@@ -4,9 +4,17 @@
 // (kill -9) with operations made while ours is down, and operations that do not parse.
 import { createPromiseClient } from '@connectrpc/connect'
 import { createConnectTransport } from '@connectrpc/connect-node'
+import net_ from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BsyncService, Method, MuteOperation_Type } from '@openplane/proto/bsync'
+import {
+  act as actThrough,
+  appViewDiff,
+  caughtUp as waitForBoth,
+  type AppViewDiff,
+  type Params,
+} from '../harness/appview-diff.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import {
   appViewEnvFor,
@@ -18,13 +26,16 @@ import {
 import { seedBasic, type Did } from '../harness/seed.ts'
 import { dropSchemas, startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
 
-type Json = unknown
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 type Heads = { op?: string; mute?: string; notif?: string }
 interface BsyncState {
   cursor: string | null
+  connected: boolean
   applied: number
   skipped: number
+  lastError: string | null
 }
+type Streams = Record<'op' | 'mute' | 'notif', BsyncState>
 
 /** The rows bsync feeds, without the times each side stamped them with. */
 const PROJECTIONS: Record<string, string> = {
@@ -50,6 +61,7 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
   let admin: pg.Client
   const schema = uniqueName('op_bsync')
   let bsyncClient: ReturnType<typeof createPromiseClient<typeof BsyncService>>
+  let diff: AppViewDiff
 
   const startOurs = () =>
     spawnDataplane({
@@ -70,6 +82,7 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
     port = await freePort()
     dataplane = await startOurs()
     appview = await spawnAppView(appViewEnvFor(net.network, dataplane.url))
+    diff = appViewDiff(net, () => appview.url)
     u = await seedBasic(net.sc)
     await net.network.processAll()
     admin = new pg.Client({ connectionString: PG_URL })
@@ -97,81 +110,11 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
     await dropSchemas([schema])
   })
 
-  /** A write through the stock AppView (it stores through bsync). */
-  async function act(did: Did, nsid: string, body: unknown): Promise<Json> {
-    const headers = await net.network.serviceHeaders(did, nsid)
-    const res = await fetch(`${net.network.bsky.url}/xrpc/${nsid}`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    if (!res.ok) throw new Error(`${nsid}: ${res.status} ${await res.text()}`)
-    const text = await res.text()
-    return text ? JSON.parse(text) : {}
-  }
-
+  const act = (did: Did, nsid: string, body: unknown) => actThrough(net, did, nsid, body)
   const heads = (): Promise<Heads> => net.network.bsync.getStreamHeads()
-
-  /** Both dataplanes have applied everything bsync holds (and the PDS's firehose). */
-  async function caughtUp(): Promise<Heads> {
-    await net.network.processAll()
-    const h = await heads()
-    const q = new URLSearchParams({ timeoutMs: '60000' })
-    if (h.op) q.set('bsyncOp', h.op)
-    if (h.mute) q.set('bsyncMute', h.mute)
-    if (h.notif) q.set('bsyncNotif', h.notif)
-    q.set('seq', String((await net.network.pds.ctx.sequencer.curr()) ?? 0))
-    const res = await fetch(`${dataplane.url}/_wait?${q}`)
-    if (!res.ok) throw new Error(`/_wait: ${res.status} ${await res.text()}`)
-    return h
-  }
-
-  async function call(
-    base: string,
-    nsid: string,
-    params: Record<string, string | string[]>,
-    viewer?: Did,
-  ) {
-    const url = new URL(`/xrpc/${nsid}`, base)
-    for (const [k, v] of Object.entries(params)) {
-      for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, one)
-    }
-    const headers = viewer ? await net.network.serviceHeaders(viewer, nsid) : {}
-    const res = await fetch(url, { headers })
-    return { status: res.status, body: (await res.json()) as Json }
-  }
-
-  /**
-   * Same status and JSON from both AppViews; returns the body. `clock`: fields holding the time
-   * each side applied an operation (bsync's operations carry no time), set aside.
-   */
-  async function same(
-    nsid: string,
-    params: Record<string, string | string[]>,
-    viewer?: Did,
-    clock: string[] = [],
-  ) {
-    const [stock, ours] = await Promise.all([
-      call(net.network.bsky.url, nsid, params, viewer),
-      call(appview.url, nsid, params, viewer),
-    ])
-    const aside = (v: Json): Json =>
-      Array.isArray(v)
-        ? v.map(aside)
-        : v && typeof v === 'object'
-          ? Object.fromEntries(
-              Object.entries(v).map(([k, x]) => [k, clock.includes(k) ? '<clock>' : aside(x)]),
-            )
-          : v
-    expect({ nsid, params, viewer, ...ours, body: aside(ours.body) }).toEqual({
-      nsid,
-      params,
-      viewer,
-      ...stock,
-      body: aside(stock.body),
-    })
-    return stock
-  }
+  const caughtUp = () => waitForBoth(net, dataplane.url)
+  const same = (nsid: string, params: Params, viewer?: Did, clock: string[] = []) =>
+    diff.same(nsid, params, viewer, { clock })
 
   async function rows(s: string, name: string): Promise<string[]> {
     await admin.query(`set search_path to "${s}"`)
@@ -427,6 +370,69 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
     expect(metrics).toMatch(
       /openplane_bsync_operations_total\{stream="op",outcome="skipped"\} [1-9]/,
     )
+  })
+
+  it('bsync unreachable: retried with backoff, shown in /_health and metrics, caught up when back', async () => {
+    const { alice, carol } = u
+    // A forwarder to bsync that is not listening yet.
+    const port = await freePort()
+    const target = new URL(net.network.bsync.url)
+    const forward = net_.createServer((client) => {
+      const upstream = net_.connect(Number(target.port), target.hostname)
+      client.pipe(upstream).pipe(client)
+      const close = () => (client.destroy(), upstream.destroy())
+      client.on('error', close)
+      upstream.on('error', close)
+    })
+    const second = uniqueName('op_bsync_down')
+    const other = await spawnDataplane({
+      pgUrl: PG_URL,
+      schema: second,
+      plcUrl: net.network.plc.url,
+      pdsUrl: net.network.pds.url,
+      extra: {
+        DATAPLANE_BSYNC_URL: `http://127.0.0.1:${port}`,
+        DATAPLANE_BSYNC_API_KEY: 'bsync-api-key',
+        DATAPLANE_BSYNC_HTTP_VERSION: '1.1',
+      },
+    })
+    try {
+      const healthOf = async () =>
+        ((await (await fetch(`${other.url}/_health`)).json()) as { bsync: Streams }).bsync
+      // Down: every stream reports it, the process keeps serving.
+      for (let i = 0; i < 50 && (await healthOf()).op.lastError === null; i++) await sleep(100)
+      const down = await healthOf()
+      for (const s of ['op', 'mute', 'notif'] as const) {
+        expect(down[s].connected).toBe(false)
+        expect(down[s].lastError).toBeTruthy()
+      }
+      const metrics = await (await fetch(`${other.url}/metrics`)).text()
+      expect(metrics).toMatch(/openplane_bsync_errors_total\{stream="op"\} [1-9]/)
+      expect(metrics).toMatch(/openplane_bsync_connected\{stream="op"\} 0/)
+      // Back: it catches up with everything bsync holds, this mute included.
+      await act(carol, 'app.bsky.graph.muteActor', { actor: alice })
+      await new Promise<void>((resolve) => forward.listen(port, '127.0.0.1', resolve))
+      const h = await heads()
+      const q = new URLSearchParams({
+        timeoutMs: '60000',
+        bsyncOp: h.op!,
+        bsyncMute: h.mute!,
+        bsyncNotif: h.notif!,
+      })
+      const res = await fetch(`${other.url}/_wait?${q}`)
+      expect(res.status).toBe(200)
+      expect((await healthOf()).mute.connected).toBe(true)
+      await admin.query(`set search_path to "${second}"`)
+      const { rows } = await admin.query(
+        `select 1 from mute where "mutedByDid" = $1 and "subjectDid" = $2`,
+        [carol, alice],
+      )
+      expect(rows).toHaveLength(1)
+    } finally {
+      await other.stop()
+      forward.close()
+      await dropSchemas([second])
+    }
   })
 
   async function ourRows(query: string): Promise<string[]> {

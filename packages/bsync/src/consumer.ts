@@ -86,7 +86,7 @@ interface Stream<Op> {
   name: StreamName
   scan(
     client: PromiseClient<typeof BsyncService>,
-    cursor: string,
+    req: { cursor: string; limit: number },
     signal: AbortSignal,
   ): Promise<Page<Op>>
   /** Checks, plans and applies; returns the operations skipped (with why). */
@@ -120,7 +120,7 @@ function decode<Op extends { id: string }, T>(
 function streams(clock: Clock) {
   const op: Stream<Operation> = {
     name: 'op',
-    scan: (c, cursor, signal) => c.scanOperations({ cursor }, { signal }),
+    scan: (c, req, signal) => c.scanOperations(req, { signal }),
     async apply(tx, ops) {
       const { ok, skipped } = decode(ops, privateOp)
       const plan = planOperations(ok, await loadForOperations(tx, ok), clock)
@@ -136,7 +136,7 @@ function streams(clock: Clock) {
   }
   const mute: Stream<MuteOperation> = {
     name: 'mute',
-    scan: (c, cursor, signal) => c.scanMuteOperations({ cursor }, { signal }),
+    scan: (c, req, signal) => c.scanMuteOperations(req, { signal }),
     async apply(tx, ops) {
       const { ok, skipped } = decode(ops, muteChange)
       await applyMutes(tx, planMutes(ok, clock))
@@ -145,7 +145,7 @@ function streams(clock: Clock) {
   }
   const notif: Stream<NotifOperation> = {
     name: 'notif',
-    scan: (c, cursor, signal) => c.scanNotifOperations({ cursor }, { signal }),
+    scan: (c, req, signal) => c.scanNotifOperations(req, { signal }),
     async apply(tx, ops) {
       const { ok, skipped } = decode(ops, notifChange)
       await applyNotifs(tx, planNotifs(ok, clock))
@@ -242,14 +242,14 @@ export class BsyncConsumer {
     const key = `bsync:${stream.name}`
     const { minMs, maxMs } = this.#opts.backoff
     let delay = minMs
-    // undefined: read it from Postgres (at start, and after any failure: a commit whose reply
-    // was lost must not be applied again).
+    // undefined: read it from Postgres (at start, and after any failure: a page whose COMMIT
+    // reply was lost shows there as applied, and is not applied again).
     let cursor: string | undefined
     while (!signal.aborted) {
       try {
         cursor ??= (await readCursor(this.#opts.db, key)) ?? ''
         this.#advance(state, stream.name, cursor)
-        const page = await stream.scan(this.#client, cursor, signal)
+        const page = await stream.scan(this.#client, { cursor, limit: this.#opts.pageSize }, signal)
         state.connected = true
         connectedGauge.set({ stream: stream.name }, 1)
         if (page.operations.length) {
