@@ -161,4 +161,18 @@ describe('configuration from env', () => {
     ]
     for (const [env, message] of bad) expect(() => readConfig(env)).toThrow(message)
   })
+
+  it('reads the labelers to subscribe to, as DIDs', () => {
+    expect(readConfig({}).labelers).toEqual([])
+    expect(
+      readConfig({ DATAPLANE_LABELERS: 'did:plc:aaa, did:web:labels.example.com,did:plc:aaa' })
+        .labelers,
+    ).toEqual(['did:plc:aaa', 'did:web:labels.example.com'])
+    expect(() => readConfig({ DATAPLANE_LABELERS: 'mod.example.com' })).toThrow(
+      /DATAPLANE_LABELERS/,
+    )
+    expect(() =>
+      readConfig({ DATAPLANE_LABELERS: 'did:plc:aaa', DATAPLANE_INDEXER: 'false' }),
+    ).toThrow(/DATAPLANE_INDEXER=true/)
+  })
 })

@@ -243,21 +243,3 @@ async function applyAgeAssurance(
     where actor.did = v.did
   `.execute(tx)
 }
-
-/** The stream's cursor, in the transaction that applied the page it ends. */
-export async function saveCursor(tx: Tx, stream: string, cursor: string): Promise<void> {
-  await tx
-    .insertInto('openplane_stream_cursor')
-    .values({ stream, cursor, updatedAt: new Date() })
-    .onConflict((oc) => oc.column('stream').doUpdateSet({ cursor, updatedAt: new Date() }))
-    .execute()
-}
-
-export async function readCursor(db: Db, stream: string): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('openplane_stream_cursor')
-    .select('cursor')
-    .where('stream', '=', stream)
-    .executeTakeFirst()
-  return row?.cursor
-}

@@ -10,7 +10,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely'
 import { createPromiseClient, type Interceptor, type PromiseClient } from '@connectrpc/connect'
 import { createConnectTransport } from '@connectrpc/connect-node'
-import type { DatabaseSchema } from '@openplane/db'
+import { readStreamCursor, saveStreamCursor, type DatabaseSchema } from '@openplane/db'
 import {
   BsyncService,
   type MuteOperation,
@@ -18,14 +18,7 @@ import {
   type Operation,
 } from '@openplane/proto/bsync'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
-import {
-  applyMutes,
-  applyNotifs,
-  applyOperations,
-  loadForOperations,
-  readCursor,
-  saveCursor,
-} from './apply.ts'
+import { applyMutes, applyNotifs, applyOperations, loadForOperations } from './apply.ts'
 import { muteChange, notifChange, privateOp, Skip } from './ops.ts'
 import { Clock, planMutes, planNotifs, planOperations } from './plan.ts'
 
@@ -247,7 +240,7 @@ export class BsyncConsumer {
     let cursor: string | undefined
     while (!signal.aborted) {
       try {
-        cursor ??= (await readCursor(this.#opts.db, key)) ?? ''
+        cursor ??= (await readStreamCursor(this.#opts.db, key)) ?? ''
         this.#advance(state, stream.name, cursor)
         const page = await stream.scan(this.#client, { cursor, limit: this.#opts.pageSize }, signal)
         state.connected = true
@@ -282,7 +275,7 @@ export class BsyncConsumer {
     try {
       skipped = await this.#opts.db.transaction().execute(async (tx) => {
         const s = await stream.apply(tx, page.operations)
-        await saveCursor(tx, key, page.cursor)
+        await saveStreamCursor(tx, key, page.cursor)
         return s
       })
     } catch (err) {
@@ -305,7 +298,7 @@ export class BsyncConsumer {
             })
           }
         }
-        await saveCursor(tx, key, page.cursor)
+        await saveStreamCursor(tx, key, page.cursor)
         return out
       })
     }

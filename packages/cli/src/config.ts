@@ -34,6 +34,8 @@ export interface Config {
   community?: CommunityConfig
   /** Tail bsync (mutes, notification settings, bookmarks, drafts, …); undefined: not read. */
   bsync?: BsyncConfig
+  /** Labelers whose labels are subscribed to and stored (DIDs); empty: none. */
+  labelers: string[]
 }
 
 export interface BsyncConfig {
@@ -318,5 +320,14 @@ export function readConfig(env: Env = process.env): Config {
     },
     community: community(env),
     bsync: bsync(env, indexer),
+    labelers: labelers(env, indexer),
   }
+}
+
+function labelers(env: Env, indexer: boolean): string[] {
+  const dids = didList(list(env, 'DATAPLANE_LABELERS', '').join('\n'), 'DATAPLANE_LABELERS')
+  if (dids.length && !indexer) {
+    throw new ConfigError('DATAPLANE_LABELERS needs DATAPLANE_INDEXER=true (the writing process)')
+  }
+  return [...new Set(dids)]
 }

@@ -13,6 +13,7 @@ import {
 import { createIdentity } from '@openplane/identity'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
 import { BsyncConsumer } from '@openplane/bsync'
+import { LabelConsumer } from '@openplane/labels'
 import { Community } from '@openplane/community'
 import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
 import { indexedCollections } from '@openplane/plugins'
@@ -53,6 +54,7 @@ export async function start(config: Config): Promise<Running> {
   let backfilling: Promise<unknown> | undefined
   let community: Community | undefined
   let bsync: BsyncConsumer | undefined
+  let labels: LabelConsumer | undefined
   if (config.indexer) {
     lock = await writerLock(db, !config.postgres)
     const deps = writerDeps(identity)
@@ -117,6 +119,14 @@ export async function start(config: Config): Promise<Running> {
       bsync = new BsyncConsumer({ db: db.db, ...config.bsync })
       bsync.start()
     }
+    if (config.labelers.length) {
+      labels = new LabelConsumer({
+        db: db.db,
+        idResolver: identity.idResolver,
+        labelers: config.labelers,
+      })
+      labels.start()
+    }
   }
   const server = await startServer({
     host: config.host,
@@ -133,15 +143,20 @@ export async function start(config: Config): Promise<Running> {
         indexers: indexers.map((i) => i.state()),
         ...(community ? { community: { accounts: community.size() } } : {}),
         ...(bsync ? { bsync: bsync.state() } : {}),
+        ...(labels ? { labelers: labels.state() } : {}),
       }
     },
     control: {
       // Lets tests and operators wait until a firehose seq (fan-out included) and bsync
       // operations are applied.
-      async waitFor({ seq, source, bsync: ops }) {
+      async waitFor({ seq, source, bsync: ops, labels: seqs }) {
         if (Object.keys(ops).length) {
           if (!bsync) throw new Error('bsync is not configured (DATAPLANE_BSYNC_URL)')
           await bsync.waitFor(ops)
+        }
+        if (Object.keys(seqs).length) {
+          if (!labels) throw new Error('no labelers are configured (DATAPLANE_LABELERS)')
+          await labels.waitFor(seqs)
         }
         if (seq === undefined) return
         const indexer = indexers.find((i) => i.state().source === source) ?? indexers[0]
@@ -156,6 +171,7 @@ export async function start(config: Config): Promise<Running> {
     async stop() {
       await server.close()
       await bsync?.stop()
+      await labels?.stop()
       backfill?.stop()
       await backfilling
       for (const i of indexers) await i.stop()

@@ -9,4 +9,5 @@ export {
   PINNED_STOCK_MIGRATION,
   type MigrateResult,
 } from './migrate.ts'
+export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 export type * from './schema.ts'

@@ -25,8 +25,8 @@ export interface ServerOptions extends ListenOptions {
   ctx: RouteContext
   health?: () => Promise<HealthReport>
   /**
-   * Backs GET /_wait?seq=N[&source=url][&bsyncOp=N&bsyncMute=N&bsyncNotif=N]: answers once that
-   * firehose seq and those bsync operation ids are applied.
+   * Backs GET /_wait?seq=N[&source=url][&bsyncOp=N&bsyncMute=N&bsyncNotif=N][&labels=did:seq,…]:
+   * answers once that firehose seq, those bsync operation ids and labeler seqs are applied.
    */
   control?: { waitFor(target: WaitTarget): Promise<void> }
 }
@@ -37,11 +37,13 @@ export interface WaitTarget {
   source: string
   /** bsync operation ids, per stream. */
   bsync: { op?: string; mute?: string; notif?: string }
+  /** Labeler seqs, per labeler DID. */
+  labels: Record<string, number>
 }
 
 /** The /_wait query as a target; a string saying what is wrong otherwise. */
 function waitTarget(q: URLSearchParams): WaitTarget | string {
-  const target: WaitTarget = { source: q.get('source') ?? '', bsync: {} }
+  const target: WaitTarget = { source: q.get('source') ?? '', bsync: {}, labels: {} }
   const seq = q.get('seq')
   if (seq !== null) {
     if (!Number.isSafeInteger(Number(seq))) return 'seq must be an integer'
@@ -57,8 +59,18 @@ function waitTarget(q: URLSearchParams): WaitTarget | string {
     if (!/^\d{1,19}$/.test(v)) return `${param} must be an operation id`
     target.bsync[stream] = v
   }
-  if (target.seq === undefined && !Object.keys(target.bsync).length) {
-    return 'give seq and/or bsyncOp, bsyncMute, bsyncNotif'
+  for (const pair of (q.get('labels') ?? '').split(',').filter(Boolean)) {
+    const at = pair.lastIndexOf(':')
+    const seq = Number(pair.slice(at + 1))
+    if (at <= 0 || !Number.isSafeInteger(seq)) return 'labels must be did:seq[,did:seq…]'
+    target.labels[pair.slice(0, at)] = seq
+  }
+  if (
+    target.seq === undefined &&
+    !Object.keys(target.bsync).length &&
+    !Object.keys(target.labels).length
+  ) {
+    return 'give seq, bsyncOp/bsyncMute/bsyncNotif or labels'
   }
   return target
 }

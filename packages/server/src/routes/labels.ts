@@ -1,5 +1,7 @@
 // Labels: unexpired labels on the given subjects from the given labelers, as the JSON label
-// objects the AppView decodes; and the indexed labeler services.
+// objects the AppView decodes; and the indexed labeler services. Negations stored as rows with
+// `neg` (so an older copy of a label arriving later stays negated) are answered as the stock
+// answers such rows; the AppView drops them.
 import { sql } from 'kysely'
 import type { Label } from '@openplane/db'
 import type { RouteContext, Routes } from './context.ts'

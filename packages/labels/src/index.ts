@@ -1,0 +1,3 @@
+export { LabelConsumer, type LabelerState, type LabelsOptions } from './consumer.ts'
+export { checkLabel, signedBy, type LabelRow } from './label.ts'
+export { newestPerKey } from './apply.ts'
