@@ -179,4 +179,43 @@ describe('labels from ozone', () => {
       .sort()
     expect(active).toEqual(await inForce())
   })
+
+  it('finds labelers through their service records in the index', async () => {
+    // A second dataplane naming no labeler: it finds ozone's app.bsky.labeler.service record.
+    const second = uniqueName('op_labels_found')
+    const found = await spawnDataplane({
+      pgUrl: PG_URL,
+      schema: second,
+      plcUrl: net.network.plc.url,
+      pdsUrl: net.network.pds.url,
+      extra: {
+        DATAPLANE_FIREHOSE_CURSOR: '0',
+        DATAPLANE_LABELERS_FROM_RECORDS: 'true',
+        DATAPLANE_LABELERS_DISCOVER_SECONDS: '1',
+      },
+    })
+    try {
+      const labelers = async () =>
+        ((await (await fetch(`${found.url}/_health`)).json()) as { labelers?: { did: string }[] })
+          .labelers ?? []
+      for (let i = 0; i < 100 && !(await labelers()).some((l) => l.did === labeler); i++) {
+        await new Promise((r) => setTimeout(r, 200))
+      }
+      expect((await labelers()).map((l) => l.did)).toContain(labeler)
+      const seq = await caughtUp()
+      const res = await fetch(`${found.url}/_wait?labels=${labeler}:${seq}&timeoutMs=60000`)
+      expect(res.status).toBe(200)
+      await admin.query(`set search_path to "${second}"`)
+      const { rows } = await admin.query(
+        'select uri, val from label where src = $1 and not neg order by uri, val',
+        [labeler],
+      )
+      expect(rows.map((r: { uri: string; val: string }) => `${r.uri} ${r.val}`).sort()).toEqual(
+        await inForce(),
+      )
+    } finally {
+      await found.stop()
+      await dropSchemas([second])
+    }
+  })
 })

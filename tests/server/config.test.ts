@@ -174,5 +174,18 @@ describe('configuration from env', () => {
     expect(() =>
       readConfig({ DATAPLANE_LABELERS: 'did:plc:aaa', DATAPLANE_INDEXER: 'false' }),
     ).toThrow(/DATAPLANE_INDEXER=true/)
+    expect(readConfig({}).labelersFromRecords).toBeUndefined()
+    expect(
+      readConfig({
+        DATAPLANE_LABELERS_FROM_RECORDS: 'true',
+        DATAPLANE_LABELERS_DISCOVER_SECONDS: '5',
+      }).labelersFromRecords,
+    ).toEqual({ everyMs: 5000 })
+    expect(() =>
+      readConfig({
+        DATAPLANE_LABELERS_FROM_RECORDS: 'true',
+        DATAPLANE_LABELERS_DISCOVER_SECONDS: '0',
+      }),
+    ).toThrow(/DATAPLANE_LABELERS_DISCOVER_SECONDS/)
   })
 })

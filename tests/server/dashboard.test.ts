@@ -1,8 +1,10 @@
 // The Grafana dashboard in infra/ only queries metrics the process really exports.
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
+import '@openplane/bsync'
 import '@openplane/fanout'
 import '@openplane/ingest'
+import '@openplane/labels'
 import '@openplane/server'
 import { registry } from '@openplane/telemetry'
 import { describe, expect, it } from 'vitest'

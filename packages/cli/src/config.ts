@@ -36,6 +36,8 @@ export interface Config {
   bsync?: BsyncConfig
   /** Labelers whose labels are subscribed to and stored (DIDs); empty: none. */
   labelers: string[]
+  /** Also subscribe to every labeler whose service record is indexed, looked for this often. */
+  labelersFromRecords?: { everyMs: number }
 }
 
 export interface BsyncConfig {
@@ -321,13 +323,18 @@ export function readConfig(env: Env = process.env): Config {
     community: community(env),
     bsync: bsync(env, indexer),
     labelers: labelers(env, indexer),
+    labelersFromRecords: bool(env, 'DATAPLANE_LABELERS_FROM_RECORDS', false)
+      ? { everyMs: int(env, 'DATAPLANE_LABELERS_DISCOVER_SECONDS', 60, 1, 86_400) * 1000 }
+      : undefined,
   }
 }
 
 function labelers(env: Env, indexer: boolean): string[] {
   const dids = didList(list(env, 'DATAPLANE_LABELERS', '').join('\n'), 'DATAPLANE_LABELERS')
-  if (dids.length && !indexer) {
-    throw new ConfigError('DATAPLANE_LABELERS needs DATAPLANE_INDEXER=true (the writing process)')
+  if ((dids.length || bool(env, 'DATAPLANE_LABELERS_FROM_RECORDS', false)) && !indexer) {
+    throw new ConfigError(
+      'DATAPLANE_LABELERS and DATAPLANE_LABELERS_FROM_RECORDS need DATAPLANE_INDEXER=true (the writing process)',
+    )
   }
   return [...new Set(dids)]
 }

@@ -119,11 +119,13 @@ export async function start(config: Config): Promise<Running> {
       bsync = new BsyncConsumer({ db: db.db, ...config.bsync })
       bsync.start()
     }
-    if (config.labelers.length) {
+    if (config.labelers.length || config.labelersFromRecords) {
+      // Labelers named, and (optionally) those the index finds through their service records.
       labels = new LabelConsumer({
         db: db.db,
         idResolver: identity.idResolver,
         labelers: config.labelers,
+        discoverEveryMs: config.labelersFromRecords?.everyMs ?? 0,
       })
       labels.start()
     }

@@ -45,6 +45,11 @@ export interface LabelsOptions {
   idResolver: IdResolver
   /** The labelers' DIDs. */
   labelers: string[]
+  /**
+   * Also every account that publishes an `app.bsky.labeler.service` record in the index, looked
+   * for this often (0: never).
+   */
+  discoverEveryMs?: number
   backoff?: { minMs: number; maxMs: number }
   /** Frames applied in one transaction at most. */
   batchFrames?: number
@@ -90,31 +95,62 @@ export class LabelConsumer {
   #loops: Promise<void>[] = []
 
   constructor(opts: LabelsOptions) {
-    this.#opts = { backoff: { minMs: 250, maxMs: 60_000 }, batchFrames: 100, ...opts }
-    for (const did of opts.labelers) {
-      this.#state.set(did, {
-        did,
-        endpoint: null,
-        connected: false,
-        cursor: null,
-        applied: 0,
-        refused: 0,
-        lastError: null,
-      })
+    this.#opts = {
+      backoff: { minMs: 250, maxMs: 60_000 },
+      batchFrames: 100,
+      discoverEveryMs: 0,
+      ...opts,
     }
+    for (const did of opts.labelers) this.#add(did)
   }
 
   start(): void {
     if (this.#ac) return
     this.#ac = new AbortController()
     const signal = this.#ac.signal
-    this.#loops = this.#opts.labelers.map((did) => this.#run(did, signal))
+    this.#loops = [...this.#state.keys()].map((did) => this.#run(did, signal))
+    if (this.#opts.discoverEveryMs > 0) this.#loops.push(this.#discover(signal))
   }
 
   async stop(): Promise<void> {
     this.#ac?.abort()
     this.#ac = undefined
     await Promise.all(this.#loops)
+  }
+
+  #add(did: string): boolean {
+    if (this.#state.has(did)) return false
+    this.#state.set(did, {
+      did,
+      endpoint: null,
+      connected: false,
+      cursor: null,
+      applied: 0,
+      refused: 0,
+      lastError: null,
+    })
+    return true
+  }
+
+  /** Subscribes to each account that publishes a labeler service record, as the index finds them. */
+  async #discover(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        const rows = await this.#opts.db
+          .selectFrom('labeler')
+          .select('creator')
+          .distinct()
+          .execute()
+        for (const { creator } of rows) {
+          if (!this.#add(creator)) continue
+          log.info({ labeler: creator }, 'labeler found in the index; subscribing')
+          this.#loops.push(this.#run(creator, signal))
+        }
+      } catch (err) {
+        log.warn({ err }, 'could not read the indexed labelers')
+      }
+      await sleep(this.#opts.discoverEveryMs, signal)
+    }
   }
 
   state(): LabelerState[] {
