@@ -2,10 +2,11 @@
 // operational endpoints (/_health, /metrics) on the same port.
 import type http from 'node:http'
 import type http2 from 'node:http2'
-import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect'
+import { Code, type ConnectRouter, type Interceptor } from '@connectrpc/connect'
 import { connectNodeAdapter } from '@connectrpc/connect-node'
 import { Service } from '@openplane/proto'
 import { childLogger, histogram, registry } from '@openplane/telemetry'
+import { checkRequest, classify } from './errors.ts'
 import { listen, type ListenOptions, type Listener } from './listener.ts'
 import { buildRoutes, type RouteContext } from './routes/index.ts'
 
@@ -81,19 +82,30 @@ export interface DataplaneServer {
   close(): Promise<void>
 }
 
-const observe: Interceptor = (next) => async (req) => {
+/**
+ * Times each rpc by method and answer code; refuses requests Postgres could not take before they
+ * reach a handler, and turns whatever a handler throws into an answer the caller can act on
+ * (errors.ts), logging the real error with the request id it was given.
+ */
+const guard: Interceptor = (next) => async (req) => {
   const end = rpcSeconds.startTimer({ method: req.method.name })
+  const refused = req.stream ? undefined : checkRequest(req.message)
+  if (refused) {
+    end({ code: Code[refused.code] })
+    throw refused
+  }
   try {
     const res = await next(req)
     end({ code: 'ok' })
     return res
   } catch (err) {
-    const ce = ConnectError.from(err)
-    end({ code: Code[ce.code] ?? String(ce.code) })
-    if (ce.code === Code.Internal || ce.code === Code.Unknown) {
-      log.error({ err, method: req.method.name }, 'rpc failed')
+    const { error, requestId } = classify(err)
+    end({ code: Code[error.code] ?? String(error.code) })
+    if (requestId) {
+      const level = error.code === Code.Unavailable ? 'warn' : 'error'
+      log[level]({ err, method: req.method.name, requestId }, 'rpc failed')
     }
-    throw ce
+    throw error
   }
 }
 
@@ -101,7 +113,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
   const impl = buildRoutes(opts.ctx)
   const rpc = connectNodeAdapter({
     routes: (router: ConnectRouter) => router.service(Service, impl),
-    interceptors: [observe],
+    interceptors: [guard],
     // The AppView sends no compression and accepts none; keep payloads plain and cheap.
     acceptCompression: [],
   })

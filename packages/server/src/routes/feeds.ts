@@ -1,7 +1,9 @@
+import { Code, ConnectError } from '@connectrpc/connect'
 import type { ExpressionBuilder, Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { FeedType } from '@openplane/proto'
 import type { RouteContext, Routes } from './context.ts'
+import { isDid } from './util/at-uri.ts'
 import { feedItemCursor, feedItemFromRow } from './util/feed-item.ts'
 import { before, decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 import { pageSize } from './util/stock-cursors.ts'
@@ -36,6 +38,8 @@ export default (ctx: RouteContext): Routes => ({
 
   // The exclude flags are ignored, as the stock ignores them.
   async getTimeline(req) {
+    // A reader is a DID; anything else is the caller's mistake, not an empty timeline.
+    if (!isDid(req.actorDid)) throw new ConnectError('actorDid is not a DID', Code.InvalidArgument)
     const limit = pageSize(req.limit)
     const fast =
       limit > 0

@@ -2,10 +2,11 @@ import { Timestamp } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 import type { DidDocument } from '@openplane/identity'
 import type { RouteContext, Routes } from './context.ts'
+import { isDid } from './util/at-uri.ts'
 
 export default (ctx: RouteContext): Routes => ({
   async getIdentityByDid(req) {
-    if (!req.did.startsWith('did:')) throw new ConnectError('invalid did', Code.InvalidArgument)
+    if (!isDid(req.did)) throw new ConnectError('did is not a DID', Code.InvalidArgument)
     const id = await ctx.identity.resolveDid(req.did)
     if (!id) throw new ConnectError('identity not found', Code.NotFound)
     return identityResponse(id.did, id.handle, id.doc)
