@@ -188,4 +188,32 @@ describe('configuration from env', () => {
       }),
     ).toThrow(/DATAPLANE_LABELERS_DISCOVER_SECONDS/)
   })
+
+  it('reads the connection limits, and refuses networks that are not CIDRs', () => {
+    const dflt = readConfig({})
+    expect(dflt.limits).toEqual({
+      allowFrom: undefined,
+      maxConnections: 10_000,
+      firstByteMs: 10_000,
+      idleMs: 600_000,
+    })
+    expect(dflt.maxRequestBytes).toBe(16 * 1024 * 1024)
+    const c = readConfig({
+      DATAPLANE_ALLOW_FROM: '10.0.0.0/8, 192.168.1.7, fd00::/8',
+      DATAPLANE_MAX_CONNECTIONS: '50',
+      DATAPLANE_FIRST_BYTE_TIMEOUT_MS: '2000',
+      DATAPLANE_IDLE_TIMEOUT_SECONDS: '30',
+      DATAPLANE_MAX_REQUEST_MB: '4',
+    })
+    expect(c.limits).toEqual({
+      allowFrom: ['10.0.0.0/8', '192.168.1.7', 'fd00::/8'],
+      maxConnections: 50,
+      firstByteMs: 2000,
+      idleMs: 30_000,
+    })
+    expect(c.maxRequestBytes).toBe(4 * 1024 * 1024)
+    for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0/8']) {
+      expect(() => readConfig({ DATAPLANE_ALLOW_FROM: bad })).toThrow(/DATAPLANE_ALLOW_FROM/)
+    }
+  })
 })

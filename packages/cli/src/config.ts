@@ -3,10 +3,14 @@
 import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { parseDidList } from '@openplane/backfill'
+import { allowList, type ConnectionLimits } from '@openplane/server'
 
 export interface Config {
   host: string
   port: number
+  /** Connection limits at the rpc port (see @openplane/server's listener). */
+  limits: ConnectionLimits
+  maxRequestBytes: number
   tls?: { keyFile: string; certFile: string }
   postgres?: { url: string; poolSize: number }
   schema: string
@@ -282,6 +286,8 @@ export function readConfig(env: Env = process.env): Config {
   return {
     host: str(env, 'DATAPLANE_HOST', '127.0.0.1'),
     port: int(env, 'DATAPLANE_PORT', 2585, 0, 65535),
+    limits: connectionLimits(env),
+    maxRequestBytes: int(env, 'DATAPLANE_MAX_REQUEST_MB', 16, 1, 1024) * 1024 * 1024,
     tls: keyFile && certFile ? { keyFile, certFile } : undefined,
     postgres: pgUrl
       ? { url: pgUrl, poolSize: int(env, 'DB_POSTGRES_POOL_SIZE', 10, 1, 1000) }
@@ -326,6 +332,25 @@ export function readConfig(env: Env = process.env): Config {
     labelersFromRecords: bool(env, 'DATAPLANE_LABELERS_FROM_RECORDS', false)
       ? { everyMs: int(env, 'DATAPLANE_LABELERS_DISCOVER_SECONDS', 60, 1, 86_400) * 1000 }
       : undefined,
+  }
+}
+
+function connectionLimits(env: Env): ConnectionLimits {
+  const allowFrom = env.DATAPLANE_ALLOW_FROM?.trim()
+    ? list(env, 'DATAPLANE_ALLOW_FROM', '')
+    : undefined
+  if (allowFrom) {
+    try {
+      allowList(allowFrom)
+    } catch (err) {
+      throw new ConfigError(`DATAPLANE_ALLOW_FROM: ${(err as Error).message}`)
+    }
+  }
+  return {
+    allowFrom,
+    maxConnections: int(env, 'DATAPLANE_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    firstByteMs: int(env, 'DATAPLANE_FIRST_BYTE_TIMEOUT_MS', 10_000, 100, 600_000),
+    idleMs: int(env, 'DATAPLANE_IDLE_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000,
   }
 }
 

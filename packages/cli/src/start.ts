@@ -133,6 +133,8 @@ export async function start(config: Config): Promise<Running> {
   const server = await startServer({
     host: config.host,
     port: config.port,
+    limits: config.limits,
+    maxRequestBytes: config.maxRequestBytes,
     tls: config.tls
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
       : undefined,

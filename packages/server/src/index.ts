@@ -1,4 +1,6 @@
+export { allowList, DEFAULT_LIMITS, type ConnectionLimits } from './listener.ts'
 export {
+  DEFAULT_MAX_REQUEST_BYTES,
   startServer,
   type DataplaneServer,
   type HealthReport,

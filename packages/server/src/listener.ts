@@ -1,10 +1,27 @@
 // One port for every wire the AppView may use: gRPC over HTTP/1.1 and over cleartext HTTP/2
 // (prior knowledge, the AppView's default), gRPC-web and Connect. Cleartext HTTP/2 has no ALPN,
 // so each connection is classified by its first bytes: the HTTP/2 preface or an HTTP/1 request line.
+//
+// Limits apply at accept, before any protocol: clients outside the allowed networks and
+// connections beyond the cap are closed at once; a connection that sends nothing is closed after
+// the first-byte deadline (Node's HTTP timeouts only start once a protocol has the socket), and
+// any connection idle longer than the idle timeout after that.
 import http from 'node:http'
 import http2 from 'node:http2'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
+import { counter } from '@openplane/telemetry'
+
+const refusedTotal = counter(
+  'openplane_connections_refused_total',
+  'Connections closed at accept, by reason (not_allowed: outside DATAPLANE_ALLOW_FROM; over_cap)',
+  ['reason'],
+)
+const timedOutTotal = counter(
+  'openplane_connections_timed_out_total',
+  'Connections closed for silence, by phase (first_byte, idle)',
+  ['phase'],
+)
 
 export type RequestHandler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -16,6 +33,48 @@ export interface ListenOptions {
   port: number
   /** PEM key and certificate: serve TLS with ALPN h2 + http/1.1 instead of cleartext. */
   tls?: { key: string | Buffer; cert: string | Buffer }
+  limits?: Partial<ConnectionLimits>
+}
+
+export interface ConnectionLimits {
+  /** Client networks allowed to connect (CIDRs); undefined: any. */
+  allowFrom?: string[]
+  /** Open connections at most. */
+  maxConnections: number
+  /** A new connection's first bytes (or TLS handshake) must come within this. */
+  firstByteMs: number
+  /** A connection with no traffic for this long is closed. */
+  idleMs: number
+}
+
+export const DEFAULT_LIMITS: ConnectionLimits = {
+  maxConnections: 10_000,
+  firstByteMs: 10_000,
+  idleMs: 10 * 60_000,
+}
+
+/** A BlockList of the allowed networks (IPv4 and IPv6 CIDRs, or single addresses). */
+export function allowList(cidrs: string[]): net.BlockList {
+  const list = new net.BlockList()
+  for (const spec of cidrs) {
+    const [addr, bits] = spec.split('/') as [string, string | undefined]
+    const type = net.isIPv6(addr) ? 'ipv6' : 'ipv4'
+    if (!net.isIP(addr)) throw new Error(`not an address or network: ${spec}`)
+    const prefix = bits === undefined ? (type === 'ipv6' ? 128 : 32) : Number(bits)
+    if (!Number.isInteger(prefix) || prefix < 0 || prefix > (type === 'ipv6' ? 128 : 32)) {
+      throw new Error(`bad prefix length in ${spec}`)
+    }
+    list.addSubnet(addr, prefix, type)
+  }
+  return list
+}
+
+function allowed(list: net.BlockList, address: string | undefined): boolean {
+  if (!address) return false
+  // IPv4 clients of a dual-stack socket show as ::ffff:a.b.c.d.
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1]
+  if (v4) return list.check(v4, 'ipv4')
+  return list.check(address, net.isIPv6(address) ? 'ipv6' : 'ipv4')
 }
 
 export interface Listener {
@@ -26,29 +85,64 @@ export interface Listener {
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 
 export async function listen(handler: RequestHandler, opts: ListenOptions): Promise<Listener> {
+  const limits = { ...DEFAULT_LIMITS, ...opts.limits }
+  const allow = limits.allowFrom ? allowList(limits.allowFrom) : undefined
   const sockets = new Set<net.Socket>()
+  /** Closes a silent connection: idle from now on (the first-byte deadline has passed). */
+  const idle = (socket: net.Socket) => {
+    socket.setTimeout(limits.idleMs)
+    socket.removeAllListeners('timeout')
+    socket.on('timeout', () => {
+      timedOutTotal.inc({ phase: 'idle' })
+      socket.destroy()
+    })
+  }
   let outer: net.Server
   let sessions: Set<http2.Http2Session>
   if (opts.tls) {
-    const h2 = http2.createSecureServer({ ...opts.tls, allowHTTP1: true }, handler)
+    const h2 = http2.createSecureServer(
+      { ...opts.tls, allowHTTP1: true, handshakeTimeout: limits.firstByteMs },
+      handler,
+    )
+    h2.on('secureConnection', (socket: net.Socket) => idle(socket))
+    h2.setTimeout(limits.idleMs)
     sessions = trackSessions(h2)
     outer = h2
   } else {
     const h1 = http.createServer(handler as http.RequestListener)
-    h1.keepAliveTimeout = 65_000
+    // Node sets a kept-alive socket's timeout to this after each response.
+    h1.keepAliveTimeout = Math.min(65_000, limits.idleMs)
     const h2 = http2.createServer(handler)
+    h2.setTimeout(limits.idleMs)
     sessions = trackSessions(h2)
     outer = net.createServer((socket) => {
+      socket.setTimeout(limits.firstByteMs)
+      socket.once('timeout', () => {
+        timedOutTotal.inc({ phase: 'first_byte' })
+        socket.destroy()
+      })
       socket.once('readable', () => {
         const head: Buffer | null = socket.read(H2_PREFACE.length) ?? socket.read()
         if (head === null) return socket.destroy()
         socket.unshift(head)
+        idle(socket)
         const isH2 = head.equals(H2_PREFACE.subarray(0, head.length))
         ;(isH2 ? h2 : h1).emit('connection', socket)
       })
     })
   }
-  outer.on('connection', (s: net.Socket) => {
+  // First of the 'connection' listeners (registered before the protocol's own sees the socket).
+  outer.prependListener('connection', (s: net.Socket) => {
+    if (allow && !allowed(allow, s.remoteAddress)) {
+      refusedTotal.inc({ reason: 'not_allowed' })
+      s.destroy()
+      return
+    }
+    if (sockets.size >= limits.maxConnections) {
+      refusedTotal.inc({ reason: 'over_cap' })
+      s.destroy()
+      return
+    }
     sockets.add(s)
     s.once('close', () => sockets.delete(s))
   })

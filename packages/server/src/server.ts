@@ -24,6 +24,8 @@ export interface HealthReport {
 
 export interface ServerOptions extends ListenOptions {
   ctx: RouteContext
+  /** A request body larger than this is refused (resource_exhausted) without being read whole. */
+  maxRequestBytes?: number
   health?: () => Promise<HealthReport>
   /**
    * Backs GET /_wait?seq=N[&source=url][&bsyncOp=N&bsyncMute=N&bsyncNotif=N][&labels=did:seq,…]:
@@ -109,6 +111,9 @@ const guard: Interceptor = (next) => async (req) => {
   }
 }
 
+/** Far above the AppView's largest request (a few thousand URIs), far below memory trouble. */
+export const DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
 export async function startServer(opts: ServerOptions): Promise<DataplaneServer> {
   const impl = buildRoutes(opts.ctx)
   const rpc = connectNodeAdapter({
@@ -116,6 +121,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     interceptors: [guard],
     // The AppView sends no compression and accepts none; keep payloads plain and cheap.
     acceptCompression: [],
+    readMaxBytes: opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
   })
   const health = opts.health ?? (async () => ({ ready: true }))
   const handler = (

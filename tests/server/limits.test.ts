@@ -1,0 +1,129 @@
+// Limits at the rpc port: silent connections are closed, the connection cap and the allowed
+// networks are enforced at accept, idle connections go, and an oversized body is refused.
+import net from 'node:net'
+import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
+import { Code, ConnectError } from '@connectrpc/connect'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
+import { createIdentity } from '@openplane/identity'
+import { startServer, type ConnectionLimits, type DataplaneServer } from '@openplane/server'
+import { registry } from '@openplane/telemetry'
+import { PG_URL, uniqueName } from '../harness/env.ts'
+import { dropSchemas } from '../harness/stock-network.ts'
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Resolves with how long the server took to close the connection (or rejects after `maxMs`). */
+function closedWithin(socket: net.Socket, maxMs: number): Promise<number> {
+  const t0 = Date.now()
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`still open after ${maxMs} ms`)), maxMs)
+    socket.once('close', () => {
+      clearTimeout(timer)
+      resolve(Date.now() - t0)
+    })
+    socket.on('error', () => {})
+  })
+}
+
+async function metric(name: string, labels: Record<string, string>): Promise<number> {
+  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name)
+  const v = m?.values.find((x) => Object.entries(labels).every(([k, want]) => x.labels[k] === want))
+  return Number(v?.value ?? 0)
+}
+
+describe('connection limits', () => {
+  const schema = uniqueName('op_limits')
+  let db: Db
+  const servers: DataplaneServer[] = []
+
+  beforeAll(async () => {
+    db = createPgDb({ url: PG_URL, schema, poolSize: 2 })
+    await migrateToLatest(db)
+  })
+
+  afterAll(async () => {
+    for (const s of servers) await s.close()
+    await db?.close()
+    await dropSchemas([schema])
+  })
+
+  async function serve(limits: Partial<ConnectionLimits>, maxRequestBytes?: number) {
+    const identity = createIdentity({ plcUrl: 'http://127.0.0.1:1', allowPrivateNetwork: true })
+    const server = await startServer({
+      host: '127.0.0.1',
+      port: 0,
+      ctx: { db: db.db, identity },
+      limits,
+      maxRequestBytes,
+    })
+    servers.push(server)
+    return server
+  }
+
+  const connect = (port: number) => net.connect(port, '127.0.0.1')
+
+  it('closes a connection that sends nothing after the first-byte deadline', async () => {
+    const server = await serve({ firstByteMs: 300 })
+    const before = await metric('openplane_connections_timed_out_total', { phase: 'first_byte' })
+    const ms = await closedWithin(connect(server.port), 3000)
+    expect(ms).toBeGreaterThanOrEqual(250)
+    expect(await metric('openplane_connections_timed_out_total', { phase: 'first_byte' })).toBe(
+      before + 1,
+    )
+  })
+
+  it('closes a connection idle after a request', async () => {
+    const server = await serve({ idleMs: 500 })
+    const socket = connect(server.port)
+    const closed = closedWithin(socket, 5000)
+    socket.write('GET /_health HTTP/1.1\r\nhost: x\r\nconnection: keep-alive\r\n\r\n')
+    await new Promise((r) => socket.once('data', r))
+    expect(await closed).toBeGreaterThanOrEqual(450)
+  })
+
+  it('refuses connections beyond the cap, and serves again below it', async () => {
+    const server = await serve({ maxConnections: 2, firstByteMs: 5000 })
+    const held = [connect(server.port), connect(server.port)]
+    await Promise.all(held.map((s) => new Promise((r) => s.once('connect', r))))
+    await sleep(50)
+    const before = await metric('openplane_connections_refused_total', { reason: 'over_cap' })
+    expect(await closedWithin(connect(server.port), 1000)).toBeLessThan(1000)
+    expect(await metric('openplane_connections_refused_total', { reason: 'over_cap' })).toBe(
+      before + 1,
+    )
+    for (const s of held) s.destroy()
+    await sleep(50)
+    const res = await fetch(`${server.url}/_health`)
+    expect(res.status).toBe(200)
+  })
+
+  it('refuses clients outside the allowed networks', async () => {
+    const outside = await serve({ allowFrom: ['10.0.0.0/8', 'fd00::/8'] })
+    const before = await metric('openplane_connections_refused_total', { reason: 'not_allowed' })
+    expect(await closedWithin(connect(outside.port), 1000)).toBeLessThan(1000)
+    expect(await metric('openplane_connections_refused_total', { reason: 'not_allowed' })).toBe(
+      before + 1,
+    )
+    const inside = await serve({ allowFrom: ['127.0.0.0/8'] })
+    const client = createDataPlaneClient(new BasicHostList([inside.url]), { httpVersion: '2' })
+    expect((await client.ping({})).toJson()).toEqual({})
+  })
+
+  it('refuses an oversized body as resource_exhausted', async () => {
+    const server = await serve({}, 1024 * 1024)
+    const client = createDataPlaneClient(new BasicHostList([server.url]), { httpVersion: '2' })
+    // 20,000 uris of about 100 bytes: 2 MB, over the 1 MiB this server takes.
+    const uris = Array.from(
+      { length: 20_000 },
+      (_, i) => `at://did:plc:x/app.bsky.feed.post/${i}${'x'.repeat(60)}`,
+    )
+    const err = await client.getPostRecords({ uris }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    )
+    expect(err && Code[err.code]).toBe('ResourceExhausted')
+    // The server goes on serving.
+    expect((await client.ping({})).toJson()).toEqual({})
+  })
+})
