@@ -1,7 +1,35 @@
 import path from 'node:path'
+import { sql } from 'kysely'
 import { createPgDb, createPgliteDb, migrateToLatest, type Db } from '@openplane/db'
 import { logger } from '@openplane/telemetry'
 import type { Config } from './config.ts'
+
+/** Errors that mean "not reachable yet", worth waiting out at start. */
+const UNREACHABLE =
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|Connection terminated|the database system is starting up|timeout exceeded when trying to connect/i
+
+/**
+ * Waits for Postgres to answer, with backoff (1 s doubling to 30 s): started before it (compose,
+ * Kubernetes), the process waits instead of exiting. Errors that are not about reaching it (bad
+ * credentials, a missing database) still stop the start, at once and named.
+ */
+async function reachable(db: Db, url: string): Promise<void> {
+  let delay = 1000
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await sql`select 1`.execute(db.db)
+      if (attempt > 1) logger.info({ attempts: attempt }, 'Postgres is reachable')
+      return
+    } catch (err) {
+      const text = `${(err as { code?: string }).code ?? ''} ${(err as Error).message ?? ''}`
+      if (!UNREACHABLE.test(text)) throw err
+      const host = new URL(url).host
+      logger.warn({ host, retryMs: delay, attempt }, 'Postgres not reachable yet; waiting')
+      await new Promise((r) => setTimeout(r, delay))
+      delay = Math.min(delay * 2, 30_000)
+    }
+  }
+}
 
 /** Postgres when DB_POSTGRES_URL is set, else the embedded PGlite in the data directory. */
 export async function openDatabase(config: Config): Promise<Db> {
@@ -12,6 +40,7 @@ export async function openDatabase(config: Config): Promise<Db> {
       schema: config.schema,
       poolSize: config.postgres.poolSize,
     })
+    await reachable(db, config.postgres.url)
   } else {
     const dataDir = path.resolve(config.dataDir, 'postgres')
     logger.info({ dataDir }, 'no DB_POSTGRES_URL: using the embedded Postgres')

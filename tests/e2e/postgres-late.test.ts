@@ -1,0 +1,46 @@
+// Postgres down when openplane starts (the usual start-order race in compose or Kubernetes): the
+// process waits for it with backoff instead of exiting, and serves once it answers.
+import { afterAll, describe, expect, it } from 'vitest'
+import { PG_URL, uniqueName } from '../harness/env.ts'
+import { startFakeRelay, type FakeRelay } from '../harness/fake-relay.ts'
+import { startPgCutProxy, type PgCutProxy } from '../harness/pg-cut-proxy.ts'
+import { spawnDataplane, type Child } from '../harness/processes.ts'
+import { dropSchemas } from '../harness/stock-network.ts'
+
+describe('Postgres down at start', () => {
+  const schema = uniqueName('op_pglate')
+  let proxy: PgCutProxy | undefined
+  let relay: FakeRelay | undefined
+  let dataplane: Child | undefined
+
+  afterAll(async () => {
+    await dataplane?.stop()
+    await relay?.close()
+    await proxy?.close()
+    await dropSchemas([schema])
+  })
+
+  it('waits for Postgres, then becomes ready and serves', async () => {
+    proxy = await startPgCutProxy(PG_URL)
+    relay = await startFakeRelay([])
+    proxy.down()
+    const starting = spawnDataplane({
+      pgUrl: proxy.url,
+      schema,
+      plcUrl: 'http://127.0.0.1:1',
+      pdsUrl: relay.url.replace(/^ws/, 'http'),
+    })
+    // Still alive (spawnReady would have thrown on an exit), not ready, while Postgres is away.
+    const early = await Promise.race([
+      starting.then(() => 'ready' as const),
+      new Promise<'waiting'>((r) => setTimeout(() => r('waiting'), 3000)),
+    ])
+    expect(early).toBe('waiting')
+    expect(proxy.refused).toBeGreaterThan(0)
+    proxy.up()
+    dataplane = await starting
+    const health = (await (await fetch(`${dataplane.url}/_health`)).json()) as { ready: boolean }
+    expect(health.ready).toBe(true)
+    expect(dataplane.output()).toMatch(/Postgres not reachable yet; waiting/)
+  })
+})
