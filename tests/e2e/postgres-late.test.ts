@@ -1,5 +1,6 @@
 // Postgres down when openplane starts (the usual start-order race in compose or Kubernetes): the
-// process waits for it with backoff instead of exiting, and serves once it answers.
+// process waits for it with backoff instead of exiting, and serves once it answers; while it is
+// away later, the process is live but not ready.
 import { afterAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { startFakeRelay, type FakeRelay } from '../harness/fake-relay.ts'
@@ -42,5 +43,26 @@ describe('Postgres down at start', () => {
     const health = (await (await fetch(`${dataplane.url}/_health`)).json()) as { ready: boolean }
     expect(health.ready).toBe(true)
     expect(dataplane.output()).toMatch(/Postgres not reachable yet; waiting/)
+  })
+
+  it('is live but not ready while Postgres is away, and ready again once it is back', async () => {
+    const get = async (path: string) => {
+      const res = await fetch(`${dataplane!.url}${path}`)
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+    }
+    expect((await get('/_ready')).body.dependencies).toEqual({
+      postgres: { ok: true },
+      timelineStore: { ok: true },
+    })
+    proxy!.down()
+    try {
+      const ready = await get('/_ready')
+      expect(ready.status).toBe(503)
+      expect((ready.body.dependencies as { postgres: { ok: boolean } }).postgres.ok).toBe(false)
+      expect((await get('/_live')).status).toBe(200)
+    } finally {
+      proxy!.up()
+    }
+    expect((await get('/_ready')).status).toBe(200)
   })
 })

@@ -139,11 +139,22 @@ export async function start(config: Config): Promise<Running> {
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
       : undefined,
     ctx: { db: db.db, identity, graph: fast?.graph, timelines: fast?.home },
-    // Ready = Postgres answers; indexer state is reported for dashboards and alerts.
+    // Ready = Postgres answers. Every dependency's state is reported beside it, for dashboards,
+    // alerts and an orchestrator's readiness probe (/_ready; /_live only says the process runs).
     health: async () => {
-      await sql`select 1`.execute(db.db)
+      const postgres = await sql`select 1`.execute(db.db).then(
+        () => ({ ok: true as const }),
+        (err: unknown) => ({
+          ok: false as const,
+          error: err instanceof Error ? err.message : String(err),
+        }),
+      )
       return {
-        ready: true,
+        ready: postgres.ok,
+        dependencies: {
+          postgres,
+          ...(fast?.home ? { timelineStore: { ok: fast.home.healthy } } : {}),
+        },
         indexers: indexers.map((i) => i.state()),
         ...(community ? { community: { accounts: community.size() } } : {}),
         ...(bsync ? { bsync: bsync.state() } : {}),

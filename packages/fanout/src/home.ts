@@ -193,6 +193,11 @@ export class HomeTimelines {
     if (state) state.tainted = true
   }
 
+  /** Whether timelines are served from the store (false: from Postgres, since a lost write). */
+  get healthy(): boolean {
+    return this.#lostWrites === this.#cleanAt
+  }
+
   /** A write did not reach the store: reads go to Postgres until every list is dropped. */
   writeFailed(err: TimelineStoreUnavailable): void {
     storeErrors.inc({ op: err.op })

@@ -129,7 +129,10 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     res: http.ServerResponse | http2.Http2ServerResponse,
   ) => {
     const path = req.url?.split('?')[0]
-    if (req.method === 'GET' && path === '/_health') {
+    if (req.method === 'GET' && path === '/_live') {
+      return send(res, 200, 'application/json', JSON.stringify({ live: true }))
+    }
+    if (req.method === 'GET' && (path === '/_health' || path === '/_ready')) {
       health()
         .then((report) =>
           send(res, report.ready ? 200 : 503, 'application/json', JSON.stringify(report)),
