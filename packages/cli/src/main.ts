@@ -57,6 +57,11 @@ async function main(argv: string[]): Promise<number> {
     const running = await start(config)
     const stop = async (signal: string) => {
       logger.info({ signal }, 'stopping')
+      // Bounded: a stop that hangs (a dependency away) must not keep an orchestrator waiting.
+      setTimeout(() => {
+        logger.error({ signal }, 'stop took longer than 30 s; exiting')
+        process.exit(1)
+      }, 30_000).unref()
       await running.stop()
       process.exit(0)
     }

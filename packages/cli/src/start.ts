@@ -38,6 +38,9 @@ export interface Running {
   stop(): Promise<void>
 }
 
+/** How long requests in flight may take to finish once a stop begins. */
+const DRAIN_MS = 10_000
+
 export async function start(config: Config): Promise<Running> {
   const db = await openDatabase(config)
   const identityOptions = {
@@ -184,7 +187,8 @@ export async function start(config: Config): Promise<Running> {
   return {
     url: server.url,
     async stop() {
-      await server.close()
+      // Requests in flight finish first; then the sources stop, each committing what it applied.
+      await server.close(DRAIN_MS)
       await bsync?.stop()
       await labels?.stop()
       backfill?.stop()

@@ -79,13 +79,28 @@ function allowed(list: net.BlockList, address: string | undefined): boolean {
 
 export interface Listener {
   port: number
-  close(): Promise<void>
+  /**
+   * Stops accepting, lets requests in flight finish (HTTP/2 sessions get a GOAWAY), and after
+   * `drainMs` at most closes whatever is left.
+   */
+  close(drainMs?: number): Promise<void>
 }
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 
-export async function listen(handler: RequestHandler, opts: ListenOptions): Promise<Listener> {
+export async function listen(serve: RequestHandler, opts: ListenOptions): Promise<Listener> {
   const limits = { ...DEFAULT_LIMITS, ...opts.limits }
+  // Requests in flight, so a close can wait for them.
+  let inFlight = 0
+  let drained: (() => void) | undefined
+  const handler: RequestHandler = (req, res) => {
+    inFlight++
+    res.once('close', () => {
+      inFlight--
+      if (inFlight === 0) drained?.()
+    })
+    serve(req, res)
+  }
   const allow = limits.allowFrom ? allowList(limits.allowFrom) : undefined
   const sockets = new Set<net.Socket>()
   /** Closes a silent connection: idle from now on (the first-byte deadline has passed). */
@@ -152,12 +167,18 @@ export async function listen(handler: RequestHandler, opts: ListenOptions): Prom
   })
   return {
     port: (outer.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        outer.close(() => resolve())
-        for (const s of sessions) s.close()
-        for (const s of sockets) s.destroy()
-      }),
+    async close(drainMs = 0) {
+      const closed = new Promise<void>((resolve) => outer.close(() => resolve()))
+      for (const s of sessions) s.close()
+      if (inFlight > 0 && drainMs > 0) {
+        await Promise.race([
+          new Promise<void>((resolve) => (drained = resolve)),
+          new Promise((resolve) => setTimeout(resolve, drainMs).unref()),
+        ])
+      }
+      for (const s of sockets) s.destroy()
+      await closed
+    },
   }
 }
 

@@ -81,7 +81,8 @@ function waitTarget(q: URLSearchParams): WaitTarget | string {
 export interface DataplaneServer {
   port: number
   url: string
-  close(): Promise<void>
+  /** Stops accepting; requests in flight get up to `drainMs` to finish (default: none). */
+  close(drainMs?: number): Promise<void>
 }
 
 /**
@@ -171,7 +172,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
   return {
     port: listener.port,
     url: `${scheme}://${opts.host}:${listener.port}`,
-    close: () => listener.close(),
+    close: (drainMs?: number) => listener.close(drainMs),
   }
 }
 
