@@ -173,6 +173,8 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
     ] as const) {
       await act(who, 'app.bsky.bookmark.createBookmark', { uri: ref.uriStr, cid: ref.cidStr })
     }
+    // The AppView finds the bookmark to delete through its dataplane: let both index it first.
+    await caughtUp()
     await act(dan, 'app.bsky.bookmark.deleteBookmark', { uri: post(bob).uriStr })
 
     // Drafts: created, updated, deleted.
@@ -198,22 +200,20 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
     })
 
     // Activity subscriptions: created, changed, removed.
-    await act(alice, 'app.bsky.notification.putActivitySubscription', {
-      subject: bob,
-      activitySubscription: { post: true, reply: false },
-    })
-    await act(alice, 'app.bsky.notification.putActivitySubscription', {
-      subject: bob,
-      activitySubscription: { post: true, reply: true },
-    })
-    await act(alice, 'app.bsky.notification.putActivitySubscription', {
-      subject: carol,
-      activitySubscription: { post: true, reply: false },
-    })
-    await act(alice, 'app.bsky.notification.putActivitySubscription', {
-      subject: carol,
-      activitySubscription: { post: false, reply: false },
-    })
+    // A second put for a subject updates (or, with nothing on, removes) the first one, which
+    // the AppView looks up through its dataplane: each waits for the one before to be indexed.
+    for (const [subject, post, reply] of [
+      [bob, true, false],
+      [bob, true, true],
+      [carol, true, false],
+      [carol, false, false],
+    ] as const) {
+      await act(alice, 'app.bsky.notification.putActivitySubscription', {
+        subject,
+        activitySubscription: { post, reply },
+      })
+      await caughtUp()
+    }
 
     // Age assurance events (both generations), as the AppView's flows stash them.
     const put = (actorDid: Did, namespace: string, key: string, payload: unknown) =>
