@@ -3,6 +3,7 @@
 import { Code } from '@connectrpc/connect'
 import type { RecordRef } from '@atproto/dev-env'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { act } from '../harness/appview-diff.ts'
 import { startOurServer, type OurServer } from '../harness/ours.ts'
 import { createUser, seedBasic } from '../harness/seed.ts'
 import {
@@ -320,15 +321,7 @@ async function seedGraph(
   const sc = net.sc
   const u = didsOf(dids, 'alice', 'bob', 'carol', 'dan', 'eve', 'fred')
   const extra = Object.values(didsOf(dids, ...EXTRA_USERS))
-  const appview = async (did: Did, nsid: string, body: unknown) => {
-    const headers = await net.network.serviceHeaders(did, nsid)
-    const res = await fetch(`${net.network.bsky.url}/xrpc/${nsid}`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    if (!res.ok) throw new Error(`${nsid}: ${res.status} ${await res.text()}`)
-  }
+  const appview = (did: Did, nsid: string, body: unknown) => act(net, did, nsid, body)
   const createRecord = (did: Did, collection: string, record: Record<string, unknown>) =>
     sc.agent.com.atproto.repo.createRecord(
       {

@@ -3,6 +3,7 @@
 // and drafts stored through the AppView.
 import { Code } from '@connectrpc/connect'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { act } from '../harness/appview-diff.ts'
 import { startOurServer, type OurServer } from '../harness/ours.ts'
 import { seedBasic } from '../harness/seed.ts'
 import {
@@ -170,17 +171,8 @@ describe('moderation and draft routes', () => {
 
 /** Drafts through the AppView's createDraft (stored via bsync), the first one then updated. */
 async function seedDrafts(net: StockNetwork, did: Did, count: number): Promise<void> {
-  const call = async (nsid: string, body: unknown) => {
-    const headers = await net.network.serviceHeaders(did, nsid)
-    const res = await fetch(`${net.network.bsky.url}/xrpc/${nsid}`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-    if (!res.ok) throw new Error(`${nsid}: ${res.status} ${await res.text()}`)
-    const text = await res.text()
-    return (text ? JSON.parse(text) : {}) as { id?: string }
-  }
+  const call = async (nsid: string, body: unknown) =>
+    (await act(net, did, nsid, body)) as { id?: string }
   const ids: string[] = []
   for (let i = 0; i < count; i++) {
     const { id } = await call('app.bsky.draft.createDraft', {

@@ -7,6 +7,7 @@
 // cursor as Postgres has it (a commit whose reply was lost is not applied again). An operation
 // that does not parse is skipped and counted; a page Postgres refuses is redone one operation at
 // a time, each behind a savepoint, and the refused ones are skipped and counted.
+import { setTimeout as wait } from 'node:timers/promises'
 import { sql, type Kysely, type Transaction } from 'kysely'
 import { createPromiseClient, type Interceptor, type PromiseClient } from '@connectrpc/connect'
 import { createConnectTransport } from '@connectrpc/connect-node'
@@ -337,14 +338,7 @@ async function withSavepoint<T>(tx: Tx, fn: (tx: Tx) => Promise<T>): Promise<T> 
   }
 }
 
+/** Waits `ms`, or less if the signal aborts (a stop need not wait out a backoff). */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-    function done() {
-      clearTimeout(t)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-  })
+  return wait(ms, undefined, { signal }).catch(() => undefined)
 }

@@ -2,7 +2,28 @@
 // what the stock's consumer leaves after applying the operations one by one, written by
 // `apply.ts` with one statement per table and kind. Pure: the rows a fold must know beforehand
 // (those an insert could collide with) are loaded by `reads.ts` and handed in.
+import type { Selectable } from 'kysely'
+import type {
+  ActivitySubscription,
+  ActorState,
+  Bookmark,
+  Draft,
+  ListMute,
+  Mute,
+  PrivateData,
+  ThreadMute,
+} from '@openplane/db'
 import type { AgePatch, MuteChange, PrivateOp } from './ops.ts'
+
+// Rows as the stock's tables hold them.
+export type MuteRow = Selectable<Mute>
+export type ListMuteRow = ListMute
+export type ThreadMuteRow = ThreadMute
+export type PriorityRow = Selectable<ActorState>
+export type PrivateDataRow = PrivateData
+export type BookmarkRow = Bookmark
+export type ActivitySubscriptionRow = ActivitySubscription
+export type DraftRow = Draft
 
 /** Strictly increasing ISO timestamps, one per operation, as the stock's one-by-one `now` reads. */
 export class Clock {
@@ -36,24 +57,6 @@ export class Upserts<R> {
   drop(pred: (row: R) => boolean): void {
     for (const [key, row] of this.rows) if (pred(row)) this.rows.delete(key)
   }
-}
-
-export interface MuteRow {
-  mutedByDid: string
-  subjectDid: string
-  createdAt: string
-  onlyReposts: boolean
-  onlyQuoteposts: boolean
-}
-export interface ListMuteRow {
-  mutedByDid: string
-  listUri: string
-  createdAt: string
-}
-export interface ThreadMuteRow {
-  mutedByDid: string
-  rootUri: string
-  createdAt: string
 }
 
 export interface MutePlan {
@@ -113,12 +116,6 @@ export function planMutes(changes: MuteChange[], clock: Clock): MutePlan {
   return plan
 }
 
-export interface PriorityRow {
-  did: string
-  priorityNotifs: boolean
-  lastSeenNotifs: string
-}
-
 /** Per actor, the last priority setting (lastSeenNotifs only for an actor_state row made here). */
 export function planNotifs(
   changes: ({ actor: string; priority: boolean } | undefined)[],
@@ -136,37 +133,6 @@ export function planNotifs(
     })
   }
   return out
-}
-
-export interface PrivateDataRow {
-  actorDid: string
-  namespace: string
-  key: string
-  payload: string
-  indexedAt: string
-  updatedAt: string
-}
-export interface BookmarkRow {
-  creator: string
-  key: string
-  subjectUri: string
-  subjectCid: string
-  indexedAt: string
-}
-export interface ActivitySubscriptionRow {
-  creator: string
-  key: string
-  subjectDid: string
-  indexedAt: string
-  post: boolean
-  reply: boolean
-}
-export interface DraftRow {
-  creator: string
-  key: string
-  createdAt: string
-  updatedAt: string
-  payload: string
 }
 
 /**

@@ -5,6 +5,7 @@
 // A signature that does not verify makes the labeler's DID document be read again once (it may
 // have rotated its key); a label that still does not verify is refused and counted. A labeler
 // unreachable, or Postgres down, is retried with backoff from the stored cursor.
+import { setTimeout as wait } from 'node:timers/promises'
 import { getServiceEndpoint, getVerificationMaterial } from '@atproto/common-web'
 import { getDidKeyFromMultibase, type IdResolver } from '@atproto/identity'
 import { decodeAll } from '@atproto/lex-cbor'
@@ -272,6 +273,7 @@ export class LabelConsumer {
     const rows: LabelRow[] = []
     let refused = 0
     let rekeyed = false
+    let labeler = await this.#labeler(did, false)
     for (const frame of frames) {
       for (const raw of frame.labels) {
         const checked = checkLabel(raw, did)
@@ -281,7 +283,6 @@ export class LabelConsumer {
           log.warn({ labeler: did, seq: frame.seq, reason: checked.detail }, 'label refused')
           continue
         }
-        let labeler = await this.#labeler(did, false)
         let valid = await signedBy(labeler.key, checked.signed, checked.sig)
         if (!valid && !rekeyed) {
           // The labeler may have rotated its key: read its document again, once per batch.
@@ -319,14 +320,7 @@ export class LabelConsumer {
   }
 }
 
+/** Waits `ms`, or less if the signal aborts (a stop need not wait out a backoff). */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-    function done() {
-      clearTimeout(t)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-  })
+  return wait(ms, undefined, { signal }).catch(() => undefined)
 }

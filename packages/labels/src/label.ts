@@ -4,17 +4,10 @@
 import { verifySignature } from '@atproto/crypto'
 import { encode } from '@atproto/lex-cbor'
 import { ensureValidAtUri, ensureValidDid } from '@atproto/syntax'
+import type { Label } from '@openplane/db'
 
 /** A label as the stock's `label` table holds it (`cid` '' when the label names no version). */
-export interface LabelRow {
-  src: string
-  uri: string
-  cid: string
-  val: string
-  neg: boolean
-  cts: string
-  exp: string | null
-}
+export type LabelRow = Label
 
 export type Checked =
   | { ok: true; row: LabelRow; signed: Uint8Array; sig: Uint8Array }

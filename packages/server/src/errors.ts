@@ -71,7 +71,6 @@ export function classify(err: unknown): Classified {
   const e = (cause ?? {}) as { code?: unknown; message?: unknown }
   const code = typeof e.code === 'string' ? e.code : ''
   const message = typeof e.message === 'string' ? e.message : ''
-  const requestId = randomUUID()
   if (/^[0-9A-Z]{5}$/.test(code)) {
     // Postgres's SQLSTATE.
     if (code === '57014') {
@@ -81,6 +80,7 @@ export function classify(err: unknown): Classified {
       return { error: new ConnectError('the request holds too many values', Code.InvalidArgument) }
     }
     if (code.startsWith('08') || code.startsWith('53') || /^57P0[1-3]$/.test(code)) {
+      const requestId = randomUUID()
       return {
         error: new ConnectError(
           `the database is unavailable (request ${requestId})`,
@@ -95,6 +95,7 @@ export function classify(err: unknown): Classified {
       }
     }
   }
+  const requestId = randomUUID()
   if (NETWORK_CODES.has(code) || NETWORK_MESSAGES.test(message)) {
     return {
       error: new ConnectError(
