@@ -135,7 +135,8 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
 
   async function health(): Promise<Record<'op' | 'mute' | 'notif', BsyncState>> {
     const res = await fetch(`${dataplane.url}/_health`)
-    return ((await res.json()) as { bsync: Record<'op' | 'mute' | 'notif', BsyncState> }).bsync
+    type Body = { dependencies: { bsync: Record<'op' | 'mute' | 'notif', BsyncState> } }
+    return ((await res.json()) as Body).dependencies.bsync
   }
 
   it('every kind of operation lands as on the stock, and the AppView answers the same', async () => {
@@ -398,7 +399,11 @@ describe('bsync: the stock AppView on our dataplane vs on the stock dataplane', 
     })
     try {
       const healthOf = async () =>
-        ((await (await fetch(`${other.url}/_health`)).json()) as { bsync: Streams }).bsync
+        (
+          (await (await fetch(`${other.url}/_health`)).json()) as {
+            dependencies: { bsync: Streams }
+          }
+        ).dependencies.bsync
       // Down: every stream reports it, the process keeps serving.
       for (let i = 0; i < 50 && (await healthOf()).op.lastError === null; i++) await sleep(100)
       const down = await healthOf()

@@ -15,8 +15,8 @@ import { dropSchemas, startStockNetwork, type StockNetwork } from '../harness/st
 async function appliedSeq(url: string): Promise<number> {
   const res = await fetch(`${url}/_health`).catch(() => undefined)
   if (!res?.ok) return -1
-  const body = (await res.json()) as { indexers: { seq?: number }[] }
-  return body.indexers[0]?.seq ?? -1
+  const body = (await res.json()) as { dependencies: { sources: { seq?: number }[] } }
+  return body.dependencies.sources[0]?.seq ?? -1
 }
 
 describe('restart after kill -9', () => {

@@ -74,9 +74,11 @@ describe('a labeler: signatures, rotation, negations, expiry', () => {
 
   async function state() {
     const body = (await (await fetch(`${dataplane.url}/_health`)).json()) as {
-      labelers: { did: string; applied: number; refused: number; connected: boolean }[]
+      dependencies: {
+        labelers: { did: string; applied: number; refused: number; connected: boolean }[]
+      }
     }
-    return body.labelers[0]!
+    return body.dependencies.labelers[0]!
   }
 
   it('stores signed labels, refuses forged ones, keeps a negation that came first', async () => {

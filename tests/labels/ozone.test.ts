@@ -151,9 +151,9 @@ describe('labels from ozone', () => {
 
   it('a restart resumes at the stored cursor and applies what came meanwhile', async () => {
     const before = (await (await fetch(`${dataplane.url}/_health`)).json()) as {
-      labelers: { did: string; cursor: number; applied: number }[]
+      dependencies: { labelers: { did: string; cursor: number; applied: number }[] }
     }
-    expect(before.labelers[0]!.cursor).toBeGreaterThan(0)
+    expect(before.dependencies.labelers[0]!.cursor).toBeGreaterThan(0)
     const url = dataplane.url
     await dataplane.stop('SIGKILL')
     await label({ $type: 'com.atproto.admin.defs#repoRef', did: u.carol }, ['spam'])
@@ -168,11 +168,11 @@ describe('labels from ozone', () => {
     })
     const seq = await caughtUp()
     const after = (await (await fetch(`${dataplane.url}/_health`)).json()) as {
-      labelers: { cursor: number; applied: number }[]
+      dependencies: { labelers: { cursor: number; applied: number }[] }
     }
-    expect(after.labelers[0]!.cursor).toBe(seq)
+    expect(after.dependencies.labelers[0]!.cursor).toBe(seq)
     // Exactly the two labels made while it was down, read once.
-    expect(after.labelers[0]!.applied).toBe(2)
+    expect(after.dependencies.labelers[0]!.applied).toBe(2)
     const active = (await ours())
       .filter((r) => !r.neg)
       .map((r) => `${r.uri} ${r.val}`)
@@ -196,8 +196,11 @@ describe('labels from ozone', () => {
     })
     try {
       const labelers = async () =>
-        ((await (await fetch(`${found.url}/_health`)).json()) as { labelers?: { did: string }[] })
-          .labelers ?? []
+        (
+          (await (await fetch(`${found.url}/_health`)).json()) as {
+            dependencies: { labelers?: { did: string }[] }
+          }
+        ).dependencies.labelers ?? []
       for (let i = 0; i < 100 && !(await labelers()).some((l) => l.did === labeler); i++) {
         await new Promise((r) => setTimeout(r, 200))
       }

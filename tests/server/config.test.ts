@@ -89,7 +89,12 @@ describe('configuration from env', () => {
       DATAPLANE_VERIFY_COMMITS: 'true',
       DATAPLANE_FIREHOSE_CURSOR: '12345',
     })
-    expect(c.postgres).toEqual({ url: 'postgresql://u:p@db:5432/bsky', poolSize: 10 })
+    expect(c.postgres).toEqual({
+      url: 'postgresql://u:p@db:5432/bsky',
+      poolSize: 10,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 5000,
+    })
     expect(c.firehoseUrls).toEqual(['wss://relay1.example', 'wss://relay2.example'])
     expect(c.verifyCommits).toBe(true)
     expect(c.initialCursor).toBe(12345)
@@ -215,5 +220,34 @@ describe('configuration from env', () => {
     for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0/8']) {
       expect(() => readConfig({ DATAPLANE_ALLOW_FROM: bad })).toThrow(/DATAPLANE_ALLOW_FROM/)
     }
+  })
+
+  it('reads the list limit, the ops port and the Postgres time limits', () => {
+    const dflt = readConfig({})
+    expect(dflt.maxListItems).toBe(25_000)
+    expect(dflt.ops).toBeUndefined()
+    const c = readConfig({
+      DB_POSTGRES_URL: 'postgresql://db/bsky',
+      DB_POSTGRES_STATEMENT_TIMEOUT_MS: '0',
+      DB_POSTGRES_CONNECT_TIMEOUT_MS: '1500',
+      DATAPLANE_MAX_LIST_ITEMS: '5000',
+      DATAPLANE_HOST: '0.0.0.0',
+      DATAPLANE_OPS_PORT: '9090',
+    })
+    expect(c.postgres).toMatchObject({ statementTimeoutMs: 0, connectTimeoutMs: 1500 })
+    expect(c.maxListItems).toBe(5000)
+    expect(c.ops).toEqual({ host: '0.0.0.0', port: 9090 })
+    expect(readConfig({ DATAPLANE_OPS_PORT: '9090', DATAPLANE_OPS_HOST: '10.1.2.3' }).ops).toEqual({
+      host: '10.1.2.3',
+      port: 9090,
+    })
+    expect(() => readConfig({ DATAPLANE_MAX_LIST_ITEMS: '40000' })).toThrow(
+      /DATAPLANE_MAX_LIST_ITEMS/,
+    )
+    expect(() => readConfig({ DATAPLANE_OPS_PORT: '2585' })).toThrow(/DATAPLANE_OPS_PORT/)
+    expect(() => readConfig({ DATAPLANE_OPS_HOST: '::' })).toThrow(/DATAPLANE_OPS_HOST/)
+    expect(() =>
+      readConfig({ DB_POSTGRES_URL: 'postgresql://db/x', DB_POSTGRES_STATEMENT_TIMEOUT_MS: '-1' }),
+    ).toThrow(/DB_POSTGRES_STATEMENT_TIMEOUT_MS/)
   })
 })

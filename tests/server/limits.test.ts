@@ -48,7 +48,11 @@ describe('connection limits', () => {
     await dropSchemas([schema])
   })
 
-  async function serve(limits: Partial<ConnectionLimits>, maxRequestBytes?: number) {
+  async function serve(
+    limits: Partial<ConnectionLimits>,
+    maxRequestBytes?: number,
+    more: { maxListItems?: number; ops?: { host: string; port: number } } = {},
+  ) {
     const identity = createIdentity({ plcUrl: 'http://127.0.0.1:1', allowPrivateNetwork: true })
     const server = await startServer({
       host: '127.0.0.1',
@@ -56,6 +60,7 @@ describe('connection limits', () => {
       ctx: { db: db.db, identity },
       limits,
       maxRequestBytes,
+      ...more,
     })
     servers.push(server)
     return server
@@ -124,6 +129,35 @@ describe('connection limits', () => {
     )
     expect(err && Code[err.code]).toBe('ResourceExhausted')
     // The server goes on serving.
+    expect((await client.ping({})).toJson()).toEqual({})
+  })
+
+  it('refuses lists over the configured limit, naming the field', async () => {
+    const server = await serve({}, undefined, { maxListItems: 100 })
+    const client = createDataPlaneClient(new BasicHostList([server.url]), { httpVersion: '2' })
+    const uris = (n: number) =>
+      Array.from({ length: n }, (_, i) => `at://did:plc:x/app.bsky.feed.post/${i}`)
+    expect((await client.getPostRecords({ uris: uris(100) })).records).toHaveLength(100)
+    const err = await client.getPostRecords({ uris: uris(101) }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    )
+    expect(err && [Code[err.code], err.rawMessage]).toEqual([
+      'InvalidArgument',
+      'uris has 101 items; at most 100 are served in one request',
+    ])
+  })
+
+  it('moves /metrics and the health endpoints to the ops port', async () => {
+    const server = await serve({}, undefined, { ops: { host: '127.0.0.1', port: 0 } })
+    expect(server.opsUrl).not.toBe(server.url)
+    for (const path of ['/metrics', '/_health', '/_ready', '/_live']) {
+      expect((await fetch(`${server.opsUrl}${path}`)).status).toBe(200)
+      // Not on the rpc port any more: whoever reaches it cannot read them.
+      expect((await fetch(`${server.url}${path}`)).status).toBe(404)
+    }
+    expect((await fetch(`${server.opsUrl}/bsky.Service/Ping`, { method: 'POST' })).status).toBe(404)
+    const client = createDataPlaneClient(new BasicHostList([server.url]), { httpVersion: '2' })
     expect((await client.ping({})).toJson()).toEqual({})
   })
 })

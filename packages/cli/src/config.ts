@@ -11,8 +11,12 @@ export interface Config {
   /** Connection limits at the rpc port (see @openplane/server's listener). */
   limits: ConnectionLimits
   maxRequestBytes: number
+  /** Items a repeated request field may hold before the request is refused (invalid_argument). */
+  maxListItems: number
+  /** /metrics, /_health, /_ready, /_live and /_wait on their own port instead of the rpc port. */
+  ops?: { host: string; port: number }
   tls?: { keyFile: string; certFile: string }
-  postgres?: { url: string; poolSize: number }
+  postgres?: PostgresConfig
   schema: string
   dataDir: string
   plcUrl: string
@@ -42,6 +46,16 @@ export interface Config {
   labelers: string[]
   /** Also subscribe to every labeler whose service record is indexed, looked for this often. */
   labelersFromRecords?: { everyMs: number }
+}
+
+export interface PostgresConfig {
+  url: string
+  /** Connections per pool: the writer's and the reads' pools each hold up to this many. */
+  poolSize: number
+  /** Postgres cancels a read statement running longer (0: no limit). */
+  statementTimeoutMs: number
+  /** How long a read waits for a connection before answering unavailable. */
+  connectTimeoutMs: number
 }
 
 export interface BsyncConfig {
@@ -288,9 +302,17 @@ export function readConfig(env: Env = process.env): Config {
     port: int(env, 'DATAPLANE_PORT', 2585, 0, 65535),
     limits: connectionLimits(env),
     maxRequestBytes: int(env, 'DATAPLANE_MAX_REQUEST_MB', 16, 1, 1024) * 1024 * 1024,
+    // Up to 30,000: a list is bound as one parameter per item, and a statement takes 65,535.
+    maxListItems: int(env, 'DATAPLANE_MAX_LIST_ITEMS', 25_000, 100, 30_000),
+    ops: opsListener(env),
     tls: keyFile && certFile ? { keyFile, certFile } : undefined,
     postgres: pgUrl
-      ? { url: pgUrl, poolSize: int(env, 'DB_POSTGRES_POOL_SIZE', 10, 1, 1000) }
+      ? {
+          url: pgUrl,
+          poolSize: int(env, 'DB_POSTGRES_POOL_SIZE', 10, 1, 1000),
+          statementTimeoutMs: int(env, 'DB_POSTGRES_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
+          connectTimeoutMs: int(env, 'DB_POSTGRES_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
+        }
       : undefined,
     schema,
     dataDir: str(env, 'DATAPLANE_DATA_DIR', '.data'),
@@ -352,6 +374,20 @@ function connectionLimits(env: Env): ConnectionLimits {
     firstByteMs: int(env, 'DATAPLANE_FIRST_BYTE_TIMEOUT_MS', 10_000, 100, 600_000),
     idleMs: int(env, 'DATAPLANE_IDLE_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000,
   }
+}
+
+function opsListener(env: Env): Config['ops'] {
+  if (!env.DATAPLANE_OPS_PORT?.trim()) {
+    if (env.DATAPLANE_OPS_HOST?.trim()) {
+      throw new ConfigError('DATAPLANE_OPS_HOST needs DATAPLANE_OPS_PORT')
+    }
+    return undefined
+  }
+  const port = int(env, 'DATAPLANE_OPS_PORT', 0, 0, 65535)
+  if (port !== 0 && port === int(env, 'DATAPLANE_PORT', 2585, 0, 65535)) {
+    throw new ConfigError('DATAPLANE_OPS_PORT must differ from DATAPLANE_PORT')
+  }
+  return { host: str(env, 'DATAPLANE_OPS_HOST', str(env, 'DATAPLANE_HOST', '127.0.0.1')), port }
 }
 
 function labelers(env: Env, indexer: boolean): string[] {

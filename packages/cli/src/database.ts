@@ -31,6 +31,24 @@ async function reachable(db: Db, url: string): Promise<void> {
   }
 }
 
+/**
+ * The pool rpc reads use: apart from the writer's, so a burst of reads cannot take the
+ * connections the writer needs (nor the reverse), with a statement timeout and a bound on the
+ * wait for a connection, so an overloaded or unreachable Postgres answers `unavailable` or
+ * `deadline_exceeded` instead of leaving callers waiting. The embedded Postgres has one
+ * connection: reads share it.
+ */
+export function openReadDatabase(config: Config, db: Db): Db {
+  if (!config.postgres) return db
+  return createPgDb({
+    url: config.postgres.url,
+    schema: config.schema,
+    poolSize: config.postgres.poolSize,
+    statementTimeoutMs: config.postgres.statementTimeoutMs || undefined,
+    connectTimeoutMs: config.postgres.connectTimeoutMs,
+  })
+}
+
 /** Postgres when DB_POSTGRES_URL is set, else the embedded PGlite in the data directory. */
 export async function openDatabase(config: Config): Promise<Db> {
   let db: Db

@@ -1,6 +1,5 @@
 // Wires the components for `openplane start`.
 import { readFileSync } from 'node:fs'
-import { sql } from 'kysely'
 import type { Db } from '@openplane/db'
 import {
   Celebrities,
@@ -28,7 +27,8 @@ import {
   type TimelineStore,
 } from '@openplane/timelines'
 import type { Config } from './config.ts'
-import { openDatabase } from './database.ts'
+import { openDatabase, openReadDatabase } from './database.ts'
+import { healthReport } from './health.ts'
 import { takeWriterLock, type WriterLock } from './writer-lock.ts'
 
 const log = childLogger('start')
@@ -43,6 +43,7 @@ const DRAIN_MS = 10_000
 
 export async function start(config: Config): Promise<Running> {
   const db = await openDatabase(config)
+  const reads = openReadDatabase(config, db)
   const identityOptions = {
     plcUrl: config.plcUrl,
     allowPrivateNetwork: config.allowPrivateNetwork,
@@ -138,32 +139,14 @@ export async function start(config: Config): Promise<Running> {
     port: config.port,
     limits: config.limits,
     maxRequestBytes: config.maxRequestBytes,
+    maxListItems: config.maxListItems,
+    ops: config.ops,
     tls: config.tls
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
       : undefined,
-    ctx: { db: db.db, identity, graph: fast?.graph, timelines: fast?.home },
-    // Ready = Postgres answers. Every dependency's state is reported beside it, for dashboards,
-    // alerts and an orchestrator's readiness probe (/_ready; /_live only says the process runs).
-    health: async () => {
-      const postgres = await sql`select 1`.execute(db.db).then(
-        () => ({ ok: true as const }),
-        (err: unknown) => ({
-          ok: false as const,
-          error: err instanceof Error ? err.message : String(err),
-        }),
-      )
-      return {
-        ready: postgres.ok,
-        dependencies: {
-          postgres,
-          ...(fast?.home ? { timelineStore: { ok: fast.home.healthy } } : {}),
-        },
-        indexers: indexers.map((i) => i.state()),
-        ...(community ? { community: { accounts: community.size() } } : {}),
-        ...(bsync ? { bsync: bsync.state() } : {}),
-        ...(labels ? { labelers: labels.state() } : {}),
-      }
-    },
+    ctx: { db: reads.db, identity, graph: fast?.graph, timelines: fast?.home },
+    // /_ready for an orchestrator's readiness probe (/_live only says the process runs).
+    health: () => healthReport({ reads, home: fast?.home, indexers, community, bsync, labels }),
     control: {
       // Lets tests and operators wait until a firehose seq (fan-out included) and bsync
       // operations are applied.
@@ -197,6 +180,7 @@ export async function start(config: Config): Promise<Running> {
       prefetch?.stop()
       await fast?.stop()
       await lock?.release()
+      if (reads !== db) await reads.close()
       await db.close()
     },
   }

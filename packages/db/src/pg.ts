@@ -10,6 +10,16 @@ export interface PgDbOptions {
   poolSize?: number
   /** Errors of idle pooled clients (e.g. a server restart); pg would crash the process otherwise. */
   onPoolError?: (err: Error) => void
+  /**
+   * Postgres cancels any statement of this pool's connections that runs longer (SQLSTATE 57014).
+   * Unset: no limit, for the writer and migrations, whose work is bounded by batch sizes instead.
+   */
+  statementTimeoutMs?: number
+  /**
+   * How long a query waits for a connection (a free one from the pool, or a new one being made)
+   * before failing. Unset: forever, which under an outage leaves callers hanging.
+   */
+  connectTimeoutMs?: number
 }
 
 // Scoped to our pool, unlike the stock's global pg.types.setTypeParser.
@@ -23,7 +33,13 @@ const types = {
 export function createPgDb(opts: PgDbOptions): Db {
   const { schema } = opts
   assertSchemaName(schema)
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, types })
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.poolSize ?? 10,
+    types,
+    ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
+    ...(opts.connectTimeoutMs ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
+  })
   pool.on('error', opts.onPoolError ?? ((err) => console.error('postgres pool error', err)))
   // A checked-out client has no error listener (the pool's is only on idle ones), so a connection
   // lost mid-query, even mid-COMMIT, would crash the process. The query in flight fails with the

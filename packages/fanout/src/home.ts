@@ -51,6 +51,7 @@ export class HomeTimelines {
   #cleanAt = 0
   #readsPausedUntil = 0
   #recovering = false
+  #lastError: { message: string; at: string } | undefined
   /**
    * Ids of readers that may have a timeline in the store (a superset: whatever this process
    * rebuilt, plus the store's activity index at start and at each hibernation pass). Fan-out
@@ -193,14 +194,36 @@ export class HomeTimelines {
     if (state) state.tainted = true
   }
 
-  /** Whether timelines are served from the store (false: from Postgres, since a lost write). */
-  get healthy(): boolean {
-    return this.#lostWrites === this.#cleanAt
+  /**
+   * For health: `serving` from the store, `recovering` after a lost write (Postgres serves until
+   * every list is dropped), `unreachable` while reads wait out a failed one; and the last error.
+   */
+  status(): {
+    ok: boolean
+    state: 'serving' | 'recovering' | 'unreachable'
+    lastError?: { message: string; at: string }
+  } {
+    const state =
+      this.#lostWrites !== this.#cleanAt
+        ? 'recovering'
+        : Date.now() < this.#readsPausedUntil
+          ? 'unreachable'
+          : 'serving'
+    return {
+      ok: state === 'serving',
+      state,
+      ...(this.#lastError && { lastError: this.#lastError }),
+    }
+  }
+
+  #failed(err: TimelineStoreUnavailable): void {
+    storeErrors.inc({ op: err.op })
+    this.#lastError = { message: err.message, at: new Date().toISOString() }
   }
 
   /** A write did not reach the store: reads go to Postgres until every list is dropped. */
   writeFailed(err: TimelineStoreUnavailable): void {
-    storeErrors.inc({ op: err.op })
+    this.#failed(err)
     if (this.#lostWrites === this.#cleanAt) {
       log.warn({ err }, 'timeline write lost; serving from Postgres until timelines are reset')
     }
@@ -239,7 +262,7 @@ export class HomeTimelines {
       return n
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
-      storeErrors.inc({ op: err.op })
+      this.#failed(err)
       return 0
     }
   }
@@ -254,7 +277,7 @@ export class HomeTimelines {
   }
 
   #readFailed(err: TimelineStoreUnavailable): void {
-    storeErrors.inc({ op: err.op })
+    this.#failed(err)
     if (Date.now() >= this.#readsPausedUntil) {
       log.warn({ err }, 'timeline store unavailable; serving from Postgres')
     }

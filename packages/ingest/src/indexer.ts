@@ -81,6 +81,8 @@ export interface IndexerState {
   lagEvents: number | undefined
   /** Head time minus last applied event time: lag in the stream's own clock. */
   streamLagSeconds: number | undefined
+  /** The last failure of the connection or of a write, and when (ISO). */
+  lastError: { message: string; at: string } | undefined
 }
 
 export class Indexer {
@@ -94,6 +96,7 @@ export class Indexer {
   private committedSeq: number | undefined
   private eventTime: string | undefined
   private connected = false
+  private lastError: IndexerState['lastError']
   private decoding: Promise<void> = Promise.resolve()
   /** Frames received and not decoded yet. */
   private queued = 0
@@ -117,6 +120,7 @@ export class Indexer {
       // Frames waiting to be decoded count too.
       isFull: () => this.queued + this.pending.length >= opts.batchSize * 4,
       onConnectionChange: (c) => (this.connected = c),
+      onError: (message) => this.failed(message),
     })
     this.decoder = jetstream
       ? jetstreamDecoder()
@@ -171,7 +175,12 @@ export class Indexer {
         head && this.eventTime
           ? lag(Date.parse(head.time), Date.parse(this.eventTime)) / 1000
           : undefined,
+      lastError: this.lastError,
     }
+  }
+
+  private failed(message: string): void {
+    this.lastError = { message, at: new Date().toISOString() }
   }
 
   /** Resolves once every event up to `seq` is committed. */
@@ -265,6 +274,7 @@ export class Indexer {
         // The writer isolates bad events, so this is Postgres itself failing: put the batch back
         // and retry rather than skip data.
         log.error({ err }, 'batch could not be written; retrying')
+        this.failed(`write failed: ${err instanceof Error ? err.message : String(err)}`)
         this.pending.unshift(...batch)
         return new Promise<void>((r) => setTimeout(r, 1000))
       })

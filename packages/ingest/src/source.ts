@@ -15,6 +15,8 @@ export interface SourceOptions {
   /** True while the consumer wants no more frames. */
   isFull: () => boolean
   onConnectionChange?: (connected: boolean) => void
+  /** A connection failed or closed abnormally (for health: the last error a source had). */
+  onError?: (message: string) => void
   maxBackoffMs?: number
 }
 
@@ -60,9 +62,13 @@ export class StreamSource {
       this.opts.onFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
       if (this.opts.isFull()) ws.pause()
     })
-    ws.on('error', (err) => log.warn({ err: err.message, url: url.origin }, 'stream error'))
+    ws.on('error', (err) => {
+      log.warn({ err: err.message, url: url.origin }, 'stream error')
+      this.opts.onError?.(err.message)
+    })
     ws.on('close', (code) => {
       this.opts.onConnectionChange?.(false)
+      if (!this.stopped && code !== 1000) this.opts.onError?.(`stream closed (code ${code})`)
       if (this.stopped || this.ws !== ws) return
       const delay = Math.min(this.opts.maxBackoffMs ?? 30_000, 250 * 2 ** this.attempt++)
       log.info({ code, delay }, 'stream closed, reconnecting')

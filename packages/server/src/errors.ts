@@ -8,7 +8,10 @@ import { randomUUID } from 'node:crypto'
 import type { DescMessage, FieldInfo, Message } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 
-/** Items a repeated field may hold: far above what the AppView asks for, below what binds. */
+/**
+ * Items a repeated field may hold by default: far above what the AppView asks for (a few thousand
+ * URIs at most), below the 65,535 parameters one Postgres statement can bind.
+ */
 export const MAX_LIST_ITEMS = 25_000
 
 const NETWORK_CODES = new Set([
@@ -26,9 +29,13 @@ const NETWORK_MESSAGES =
 
 /**
  * A request field that Postgres could not take: a NUL character anywhere in a string, or a list
- * longer than MAX_LIST_ITEMS. Returns the refusal, or undefined.
+ * longer than `maxItems`. Returns the refusal, or undefined.
  */
-export function checkRequest(message: Message, path = ''): ConnectError | undefined {
+export function checkRequest(
+  message: Message,
+  maxItems = MAX_LIST_ITEMS,
+  path = '',
+): ConnectError | undefined {
   const type = message.getType() as unknown as DescMessage & {
     fields: { list(): readonly FieldInfo[] }
   }
@@ -37,9 +44,9 @@ export function checkRequest(message: Message, path = ''): ConnectError | undefi
     const name = path + field.localName
     const value = values[field.localName]
     const items = field.repeated && Array.isArray(value) ? value : [value]
-    if (field.repeated && items.length > MAX_LIST_ITEMS) {
+    if (field.repeated && items.length > maxItems) {
       return new ConnectError(
-        `${name} has ${items.length} items; at most ${MAX_LIST_ITEMS} are served in one request`,
+        `${name} has ${items.length} items; at most ${maxItems} are served in one request`,
         Code.InvalidArgument,
       )
     }
@@ -48,7 +55,7 @@ export function checkRequest(message: Message, path = ''): ConnectError | undefi
         return new ConnectError(`${name} contains a NUL character`, Code.InvalidArgument)
       }
       if (field.kind === 'message' && item && typeof item === 'object' && 'getType' in item) {
-        const inner = checkRequest(item as Message, `${name}.`)
+        const inner = checkRequest(item as Message, maxItems, `${name}.`)
         if (inner) return inner
       }
     }

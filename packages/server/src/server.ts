@@ -1,12 +1,13 @@
 // The bsky.Service server: route modules per proto area behind one Connect router, plus the
 // operational endpoints (/_health, /metrics) on the same port.
-import type http from 'node:http'
+import http from 'node:http'
 import type http2 from 'node:http2'
-import { Code, type ConnectRouter, type Interceptor } from '@connectrpc/connect'
+import type { AddressInfo } from 'node:net'
+import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect'
 import { connectNodeAdapter } from '@connectrpc/connect-node'
 import { Service } from '@openplane/proto'
 import { childLogger, histogram, registry } from '@openplane/telemetry'
-import { checkRequest, classify } from './errors.ts'
+import { checkRequest, classify, MAX_LIST_ITEMS } from './errors.ts'
 import { listen, type ListenOptions, type Listener } from './listener.ts'
 import { buildRoutes, type RouteContext } from './routes/index.ts'
 
@@ -26,6 +27,14 @@ export interface ServerOptions extends ListenOptions {
   ctx: RouteContext
   /** A request body larger than this is refused (resource_exhausted) without being read whole. */
   maxRequestBytes?: number
+  /** A repeated field with more items is refused (invalid_argument); default MAX_LIST_ITEMS. */
+  maxListItems?: number
+  /**
+   * Serve /metrics, /_health, /_ready, /_live and /_wait on this plain-HTTP port only, apart from
+   * the rpc port (which then answers rpcs alone): scrapers and probes need not reach the port
+   * the AppView calls, nor it theirs.
+   */
+  ops?: { host: string; port: number }
   health?: () => Promise<HealthReport>
   /**
    * Backs GET /_wait?seq=N[&source=url][&bsyncOp=N&bsyncMute=N&bsyncNotif=N][&labels=did:seq,…]:
@@ -81,35 +90,68 @@ function waitTarget(q: URLSearchParams): WaitTarget | string {
 export interface DataplaneServer {
   port: number
   url: string
+  /** Where /metrics and the health endpoints are served: `url` unless an ops port is set. */
+  opsUrl: string
   /** Stops accepting; requests in flight get up to `drainMs` to finish (default: none). */
   close(drainMs?: number): Promise<void>
 }
 
 /**
  * Times each rpc by method and answer code; refuses requests Postgres could not take before they
- * reach a handler, and turns whatever a handler throws into an answer the caller can act on
- * (errors.ts), logging the real error with the request id it was given.
+ * reach a handler; answers `deadline_exceeded` as soon as the caller's deadline (grpc-timeout or
+ * connect-timeout-ms) passes, without waiting for the work; and turns whatever a handler throws
+ * into an answer the caller can act on (errors.ts), logging the real error with the request id
+ * it was given.
  */
-const guard: Interceptor = (next) => async (req) => {
-  const end = rpcSeconds.startTimer({ method: req.method.name })
-  const refused = req.stream ? undefined : checkRequest(req.message)
-  if (refused) {
-    end({ code: Code[refused.code] })
-    throw refused
-  }
-  try {
-    const res = await next(req)
-    end({ code: 'ok' })
-    return res
-  } catch (err) {
-    const { error, requestId } = classify(err)
-    end({ code: Code[error.code] ?? String(error.code) })
-    if (requestId) {
-      const level = error.code === Code.Unavailable ? 'warn' : 'error'
-      log[level]({ err, method: req.method.name, requestId }, 'rpc failed')
+function guard(maxListItems: number): Interceptor {
+  return (next) => async (req) => {
+    const end = rpcSeconds.startTimer({ method: req.method.name })
+    const refused = req.stream ? undefined : checkRequest(req.message, maxListItems)
+    if (refused) {
+      end({ code: Code[refused.code] })
+      throw refused
     }
-    throw error
+    try {
+      const res = await untilDeadline(next(req), req.signal)
+      end({ code: 'ok' })
+      return res
+    } catch (err) {
+      const { error, requestId } = classify(err)
+      end({ code: Code[error.code] ?? String(error.code) })
+      if (requestId) {
+        const level = error.code === Code.Unavailable ? 'warn' : 'error'
+        log[level]({ err, method: req.method.name, requestId }, 'rpc failed')
+      }
+      throw error
+    }
   }
+}
+
+/**
+ * `work`, or a rejection as soon as the request's signal aborts: its deadline passed (answered
+ * `deadline_exceeded`) or the caller went away (counted `canceled`). The work is left to finish
+ * on its own; the statement timeout bounds what it can still hold in Postgres.
+ */
+function untilDeadline<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  const reason = () =>
+    signal.reason instanceof ConnectError
+      ? signal.reason
+      : new ConnectError('the caller cancelled the request', Code.Canceled)
+  if (signal.aborted) return Promise.reject(reason())
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(reason())
+    signal.addEventListener('abort', onAbort, { once: true })
+    work.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(err as Error)
+      },
+    )
+  })
 }
 
 /** Far above the AppView's largest request (a few thousand URIs), far below memory trouble. */
@@ -119,21 +161,24 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
   const impl = buildRoutes(opts.ctx)
   const rpc = connectNodeAdapter({
     routes: (router: ConnectRouter) => router.service(Service, impl),
-    interceptors: [guard],
+    interceptors: [guard(opts.maxListItems ?? MAX_LIST_ITEMS)],
     // The AppView sends no compression and accepts none; keep payloads plain and cheap.
     acceptCompression: [],
     readMaxBytes: opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
   })
   const health = opts.health ?? (async () => ({ ready: true }))
-  const handler = (
+  /** Answers the operational endpoints; false for any other request. */
+  const ops = (
     req: http.IncomingMessage | http2.Http2ServerRequest,
     res: http.ServerResponse | http2.Http2ServerResponse,
-  ) => {
+  ): boolean => {
+    if (req.method !== 'GET') return false
     const path = req.url?.split('?')[0]
-    if (req.method === 'GET' && path === '/_live') {
-      return send(res, 200, 'application/json', JSON.stringify({ live: true }))
+    if (path === '/_live') {
+      send(res, 200, 'application/json', JSON.stringify({ live: true }))
+      return true
     }
-    if (req.method === 'GET' && (path === '/_health' || path === '/_ready')) {
+    if (path === '/_health' || path === '/_ready') {
       health()
         .then((report) =>
           send(res, report.ready ? 200 : 503, 'application/json', JSON.stringify(report)),
@@ -142,37 +187,80 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
           log.error({ err }, 'health check failed')
           send(res, 503, 'application/json', JSON.stringify({ ready: false, error: String(err) }))
         })
-      return
+      return true
     }
-    if (req.method === 'GET' && path === '/_wait' && opts.control) {
+    if (path === '/_wait' && opts.control) {
       const q = new URL(req.url ?? '/', 'http://x').searchParams
       const timeoutMs = Math.min(Number(q.get('timeoutMs') ?? 30_000) || 30_000, 300_000)
       const target = waitTarget(q)
-      if (typeof target === 'string') return send(res, 400, 'text/plain', target)
+      if (typeof target === 'string') {
+        send(res, 400, 'text/plain', target)
+        return true
+      }
       const timeout = new Promise<never>((_, reject) =>
         setTimeout(() => reject(new Error('timeout')), timeoutMs).unref(),
       )
       Promise.race([opts.control.waitFor(target), timeout])
         .then(() => send(res, 200, 'application/json', JSON.stringify(target)))
         .catch((err: unknown) => send(res, 504, 'text/plain', String(err)))
-      return
+      return true
     }
-    if (req.method === 'GET' && path === '/metrics') {
+    if (path === '/metrics') {
       registry
         .metrics()
         .then((text) => send(res, 200, registry.contentType, text))
         .catch(() => send(res, 500, 'text/plain', 'metrics unavailable'))
-      return
+      return true
     }
+    return false
+  }
+  const opsServer = opts.ops ? await listenOps(opts.ops, ops) : undefined
+  const handler = (
+    req: http.IncomingMessage | http2.Http2ServerRequest,
+    res: http.ServerResponse | http2.Http2ServerResponse,
+  ) => {
+    if (!opsServer && ops(req, res)) return
     rpc(req, res)
   }
   const listener: Listener = await listen(handler, opts)
   const scheme = opts.tls ? 'https' : 'http'
   log.info({ host: opts.host, port: listener.port, tls: !!opts.tls }, 'bsky.Service listening')
+  const url = `${scheme}://${opts.host}:${listener.port}`
   return {
     port: listener.port,
-    url: `${scheme}://${opts.host}:${listener.port}`,
-    close: (drainMs?: number) => listener.close(drainMs),
+    url,
+    opsUrl: opsServer?.url ?? url,
+    async close(drainMs?: number) {
+      await listener.close(drainMs)
+      await opsServer?.close()
+    },
+  }
+}
+
+/** The ops port: plain HTTP/1.1, everything but the operational endpoints answered 404. */
+async function listenOps(
+  at: { host: string; port: number },
+  ops: (req: http.IncomingMessage, res: http.ServerResponse) => boolean,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    if (!ops(req, res)) send(res, 404, 'text/plain', 'not found')
+  })
+  // Probes and scrapers hold no long requests; a silent socket is dropped like on the rpc port.
+  server.headersTimeout = 10_000
+  server.requestTimeout = 310_000
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(at.port, at.host, () => resolve())
+  })
+  const port = (server.address() as AddressInfo).port
+  log.info({ host: at.host, port }, 'ops endpoints listening')
+  return {
+    url: `http://${at.host.includes(':') ? `[${at.host}]` : at.host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        server.closeAllConnections()
+      }),
   }
 }
 

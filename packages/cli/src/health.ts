@@ -1,0 +1,57 @@
+// What /_ready and /_health report: whether this process can serve (Postgres answers on the
+// reads' pool), and beside it every dependency's state, last error and lag, so dashboards, alerts
+// and people can tell which one is in trouble. Only Postgres decides readiness: the timeline store
+// has Postgres to fall back to, and a source or consumer that is away delays data, it does not
+// stop reads; taking the process out of rotation for those would turn a delay into an outage.
+import { sql } from 'kysely'
+import type { Db } from '@openplane/db'
+import type { BsyncConsumer } from '@openplane/bsync'
+import type { HomeTimelines } from '@openplane/fanout'
+import type { Indexer } from '@openplane/ingest'
+import type { LabelConsumer } from '@openplane/labels'
+import type { Community } from '@openplane/community'
+import type { HealthReport } from '@openplane/server'
+
+export interface HealthParts {
+  reads: Db
+  home?: HomeTimelines
+  indexers: Indexer[]
+  community?: Community
+  bsync?: BsyncConsumer
+  labels?: LabelConsumer
+}
+
+export async function healthReport(parts: HealthParts): Promise<HealthReport> {
+  const postgres = await sql`select 1`.execute(parts.reads.db).then(
+    () => ({ ok: true as const }),
+    (err: unknown) => ({
+      ok: false as const,
+      error: err instanceof Error ? err.message : String(err),
+    }),
+  )
+  const sources = parts.indexers.map((i) => {
+    const s = i.state()
+    return { ok: s.connected, ...s }
+  })
+  const bsync = parts.bsync && Object.entries(parts.bsync.state())
+  const labelers = parts.labels?.state()
+  return {
+    ready: postgres.ok,
+    dependencies: {
+      postgres,
+      ...(parts.home ? { timelineStore: parts.home.status() } : {}),
+      ...(sources.length ? { sources } : {}),
+      ...(bsync
+        ? {
+            bsync: Object.fromEntries(
+              bsync.map(([name, s]) => [name, { ok: s.connected && !s.lastError, ...s }]),
+            ),
+          }
+        : {}),
+      ...(labelers
+        ? { labelers: labelers.map((s) => ({ ok: s.connected && !s.lastError, ...s })) }
+        : {}),
+    },
+    ...(parts.community ? { community: { accounts: parts.community.size() } } : {}),
+  }
+}
