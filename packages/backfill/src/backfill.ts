@@ -153,28 +153,42 @@ export class Backfill {
   async run(opts: { drain: boolean; pollMs?: number }): Promise<BackfillStats> {
     const running = new Set<Promise<void>>()
     let retryFailed = this.opts.retryFailed
+    let failures = 0
     while (!this.stopping) {
-      if (await this.purgeSome()) continue
-      const room = this.opts.concurrency - running.size
-      const dids = room > 0 ? await this.take(room, retryFailed) : []
-      for (const did of dids) {
-        this.busy.add(did)
-        const one: Promise<void> = this.one(did).finally(() => running.delete(one))
-        running.add(one)
-      }
-      if (running.size === 0 && dids.length === 0) {
-        // Records still waiting for context no repo will bring: written as they are.
-        if (this.order.any()) {
-          await this.wake(this.order.all())
+      // The queue lives in Postgres: while it is away, wait and try again (the repos being
+      // fetched go on, each retried by its own policy) instead of ending the worker.
+      try {
+        if (await this.purgeSome()) continue
+        const room = this.opts.concurrency - running.size
+        const dids = room > 0 ? await this.take(room, retryFailed) : []
+        for (const did of dids) {
+          this.busy.add(did)
+          const one: Promise<void> = this.one(did).finally(() => running.delete(one))
+          running.add(one)
+        }
+        if (running.size === 0 && dids.length === 0) {
+          // Records still waiting for context no repo will bring: written as they are.
+          if (this.order.any()) {
+            await this.wake(this.order.all())
+            continue
+          }
+          // Failed repos are retried once per run, after the pending ones.
+          retryFailed = false
+          if (opts.drain && !(await this.joinersQueued())) break
+          await new Promise((r) => setTimeout(r, opts.pollMs ?? 2000))
           continue
         }
-        // Failed repos are retried once per run, after the pending ones.
-        retryFailed = false
-        if (opts.drain && !(await this.joinersQueued())) break
-        await new Promise((r) => setTimeout(r, opts.pollMs ?? 2000))
-        continue
+        if (running.size >= this.opts.concurrency || dids.length === 0) await Promise.race(running)
+        failures = 0
+      } catch (err) {
+        if (this.stopping) break
+        const delay = Math.min(30_000, 1000 * 2 ** failures++)
+        log.warn(
+          { err: (err as Error).message, retryMs: delay },
+          'backfill queue unreadable; retrying',
+        )
+        await new Promise((r) => setTimeout(r, delay))
       }
-      if (running.size >= this.opts.concurrency || dids.length === 0) await Promise.race(running)
     }
     await Promise.all(running)
     return this.stats

@@ -1,8 +1,20 @@
 import path from 'node:path'
 import { sql } from 'kysely'
 import { createPgDb, createPgliteDb, migrateToLatest, type Db } from '@openplane/db'
-import { logger } from '@openplane/telemetry'
+import { logger, throttle } from '@openplane/telemetry'
 import type { Config } from './config.ts'
+
+/**
+ * Idle pooled connections dropped by Postgres (a restart ends each with 57P01): one line per
+ * 10 s, not one per connection with a stack. The pool replaces them on demand.
+ */
+function poolErrorLog(pool: string): (err: Error) => void {
+  const log = throttle(10_000)
+  return (err) =>
+    log((suppressed) =>
+      logger.warn({ pool, err: err.message, suppressed }, 'Postgres dropped an idle connection'),
+    )
+}
 
 /** Errors that mean "not reachable yet", worth waiting out at start. */
 const UNREACHABLE =
@@ -44,6 +56,7 @@ export function openReadDatabase(config: Config, db: Db): Db {
     url: config.postgres.url,
     schema: config.schema,
     poolSize: config.postgres.poolSize,
+    onPoolError: poolErrorLog('reads'),
     statementTimeoutMs: config.postgres.statementTimeoutMs || undefined,
     connectTimeoutMs: config.postgres.connectTimeoutMs,
   })
@@ -57,6 +70,7 @@ export async function openDatabase(config: Config): Promise<Db> {
       url: config.postgres.url,
       schema: config.schema,
       poolSize: config.postgres.poolSize,
+      onPoolError: poolErrorLog('writer'),
     })
     await reachable(db, config.postgres.url)
   } else {

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely'
 import type { IdResolver } from '@atproto/identity'
 import type { DatabaseSchema } from '@openplane/db'
 import type { IdentityOptions } from '@openplane/identity'
-import { childLogger, counter, gauge } from '@openplane/telemetry'
+import { childLogger, counter, gauge, throttle } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
 import { createDecoder, type FrameDecoder } from './decoder.ts'
 import type { FrameResult } from './frames.ts'
@@ -97,6 +97,8 @@ export class Indexer {
   private eventTime: string | undefined
   private connected = false
   private lastError: IndexerState['lastError']
+  /** While Postgres is away each retry fails alike: one line per 10 s. */
+  private readonly writeFailedLog = throttle(10_000)
   private decoding: Promise<void> = Promise.resolve()
   /** Frames received and not decoded yet. */
   private queued = 0
@@ -273,7 +275,9 @@ export class Indexer {
       .catch((err: unknown) => {
         // The writer isolates bad events, so this is Postgres itself failing: put the batch back
         // and retry rather than skip data.
-        log.error({ err }, 'batch could not be written; retrying')
+        this.writeFailedLog((suppressed) =>
+          log.error({ err, suppressed }, 'batch could not be written; retrying'),
+        )
         this.failed(`write failed: ${err instanceof Error ? err.message : String(err)}`)
         this.pending.unshift(...batch)
         return new Promise<void>((r) => setTimeout(r, 1000))

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect'
 import { connectNodeAdapter } from '@connectrpc/connect-node'
 import { Service } from '@openplane/proto'
-import { childLogger, histogram, registry } from '@openplane/telemetry'
+import { childLogger, histogram, registry, throttle } from '@openplane/telemetry'
 import { checkRequest, classify, MAX_LIST_ITEMS } from './errors.ts'
 import { listen, type ListenOptions, type Listener } from './listener.ts'
 import { buildRoutes, type RouteContext } from './routes/index.ts'
@@ -104,6 +104,7 @@ export interface DataplaneServer {
  * it was given.
  */
 function guard(maxListItems: number): Interceptor {
+  const unavailableLog = throttle(10_000)
   return (next) => async (req) => {
     const end = rpcSeconds.startTimer({ method: req.method.name })
     const refused = req.stream ? undefined : checkRequest(req.message, maxListItems)
@@ -119,12 +120,27 @@ function guard(maxListItems: number): Interceptor {
       const { error, requestId } = classify(err)
       end({ code: Code[error.code] ?? String(error.code) })
       if (requestId) {
-        const level = error.code === Code.Unavailable ? 'warn' : 'error'
-        log[level]({ err, method: req.method.name, requestId }, 'rpc failed')
+        if (error.code === Code.Unavailable) {
+          // Repeats for every request while a dependency is away: one line per 10 s.
+          unavailableLog((suppressed) =>
+            log.warn(
+              { err: errText(err), method: req.method.name, requestId, suppressed },
+              'rpc failed: a dependency is unavailable',
+            ),
+          )
+        } else {
+          log.error({ err, method: req.method.name, requestId }, 'rpc failed')
+        }
       }
       throw error
     }
   }
+}
+
+/** The error's own message (and its cause's), without the stack: enough to tell outages apart. */
+function errText(err: unknown): string {
+  const cause = err instanceof ConnectError ? (err.cause ?? err) : err
+  return cause instanceof Error ? cause.message : String(cause)
 }
 
 /**

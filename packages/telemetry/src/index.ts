@@ -1,2 +1,3 @@
 export { logger, childLogger, type Logger } from './logger.ts'
 export { registry, counter, gauge, histogram } from './metrics.ts'
+export { throttle, type Throttle } from './throttle.ts'

@@ -1,0 +1,100 @@
+// A Postgres server of a test's own, on loopback, that the test may stop, kill and restart
+// without touching the shared one: a real server restart (clients get 57P01 "terminating
+// connection due to administrator command", then refused connections, then a fresh server), not
+// a simulation. Built from the installed Postgres binaries; as root, the server runs as the
+// `postgres` user (Postgres refuses to run as root).
+import { execFile } from 'node:child_process'
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { tmpdir, userInfo } from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { freePort } from './processes.ts'
+
+const run = promisify(execFile)
+
+export interface PrivatePostgres {
+  /** postgresql:// URL of its `postgres` database. */
+  url: string
+  port: number
+  /** Stops the server: `fast` ends sessions cleanly, `immediate` is a crash (recovery at start). */
+  stop(mode?: 'fast' | 'immediate'): Promise<void>
+  start(): Promise<void>
+  /** Copies `schema` (definitions and rows) into the Postgres at `targetUrl`, same name. */
+  copySchemaTo(schema: string, targetUrl: string): Promise<void>
+  /** Stops the server and removes its data directory. */
+  destroy(): Promise<void>
+}
+
+function binDir(): string {
+  const root = '/usr/lib/postgresql'
+  const versions = existsSync(root) ? readdirSync(root).sort((a, b) => Number(b) - Number(a)) : []
+  for (const v of versions) {
+    const dir = path.join(root, v, 'bin')
+    if (existsSync(path.join(dir, 'pg_ctl'))) return dir
+  }
+  throw new Error(`no Postgres server binaries under ${root}`)
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+  const bin = binDir()
+  const dir = mkdtempSync(path.join(tmpdir(), 'op-pg-'))
+  const data = path.join(dir, 'data')
+  const asRoot = userInfo().uid === 0
+  if (asRoot) chownSync(dir, Number((await run('id', ['-u', 'postgres'])).stdout.trim()), -1)
+  const exec = async (name: string, args: string[]) => {
+    const file = path.join(bin, name)
+    const { stdout } = asRoot
+      ? await run('runuser', ['-u', 'postgres', '--', file, ...args], { cwd: dir })
+      : await run(file, args, { cwd: dir })
+    return stdout
+  }
+  await exec('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8'])
+  const port = await freePort()
+  const options = [
+    `-p ${port}`,
+    `-k ${dir}`,
+    '-c listen_addresses=127.0.0.1',
+    '-c fsync=off',
+    '-c max_connections=200',
+  ].join(' ')
+  const start = () =>
+    exec('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', 'start']).then(
+      () => undefined,
+    )
+  await start()
+  let running = true
+  const stop = async (mode: 'fast' | 'immediate' = 'fast') => {
+    if (!running) return
+    await exec('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop'])
+    running = false
+  }
+  return {
+    url: `postgresql://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    stop,
+    async start() {
+      if (running) return
+      await start()
+      running = true
+    },
+    async copySchemaTo(schema, targetUrl) {
+      const dump = path.join(dir, `${schema}.sql`)
+      const at = ['-h', '127.0.0.1', '-p', String(port), '-U', 'postgres']
+      await exec('pg_dump', [
+        ...at,
+        '-n',
+        schema,
+        '--no-owner',
+        '--no-privileges',
+        '-f',
+        dump,
+        'postgres',
+      ])
+      await exec('psql', ['-d', targetUrl, '-q', '-v', 'ON_ERROR_STOP=1', '-f', dump])
+    },
+    async destroy() {
+      await stop('immediate').catch(() => {})
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
