@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// openplane: start | migrate | backfill | purge | rpcs
+// openplane: start | appview | migrate | backfill | purge | rpcs
 import { Service } from '@openplane/proto'
 import { implementedMethods } from '@openplane/server'
 import { logger } from '@openplane/telemetry'
+import { APPVIEW_USAGE, appviewCommand } from './appview.ts'
 import { BACKFILL_USAGE, backfillCommand, UsageError } from './backfill.ts'
 import { ConfigError, readConfig } from './config.ts'
 import { openDatabase } from './database.ts'
@@ -11,6 +12,7 @@ import { start } from './start.ts'
 
 const USAGE = `usage: openplane <command>
   start     run the rpc server and the firehose indexer (configuration from env, see README)
+  appview   start, plus the stock AppView in front of it in the same process (openplane appview --help)
   migrate   create or adopt the schema and apply migrations, then exit
   backfill  fetch whole repos from their PDSes and index them (openplane backfill --help)
   purge     remove the rows of accounts outside the community (openplane purge --help)
@@ -23,7 +25,10 @@ async function main(argv: string[]): Promise<number> {
     console.log(USAGE)
     return 0
   }
-  const usage = cmd === 'backfill' ? BACKFILL_USAGE : cmd === 'purge' ? PURGE_USAGE : undefined
+  const commands = { backfill: backfillCommand, purge: purgeCommand, appview: appviewCommand }
+  const usages = { backfill: BACKFILL_USAGE, purge: PURGE_USAGE, appview: APPVIEW_USAGE }
+  const named = Object.hasOwn(commands, cmd) ? (cmd as keyof typeof commands) : undefined
+  const usage = named && usages[named]
   if (usage && (argv.includes('--help') || argv.includes('-h'))) {
     console.log(usage)
     return 0
@@ -42,12 +47,15 @@ async function main(argv: string[]): Promise<number> {
     logger.info({ schema: config.schema }, 'schema is current')
     return 0
   }
-  if (cmd === 'backfill' || cmd === 'purge') {
+  if (named) {
     try {
-      const run = cmd === 'backfill' ? backfillCommand : purgeCommand
-      return await run(config, argv.slice(1))
+      return await commands[named](config, argv.slice(1))
     } catch (err) {
-      // A mistyped option or an unreadable DID list: say so, not a stack trace.
+      // A mistyped option, an unreadable DID list, a bad AppView setting: say so, not a stack.
+      if (err instanceof ConfigError) {
+        console.error(`configuration error: ${err.message}`)
+        return 2
+      }
       if (!(err instanceof UsageError)) throw err
       console.error(`${err.message}\n${usage ?? ''}`)
       return 2
