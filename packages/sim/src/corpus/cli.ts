@@ -22,7 +22,8 @@ export const CORPUS_USAGE = `  record-firehose <params.json> --out <file> [--eve
       of consumers), plus the users' PLC documents, handles and repo status on the same port;
       without --rate each consumer reads as fast as it can; with it the head advances in real
       time, --head-start frames ahead of the start; a consumer without a cursor starts at the
-      head, as on a relay (pass cursor 0 to read from the start); GET /_replay shows the head;
+      head, as on a relay (pass cursor 0 to read from the start); GET /_replay shows the head,
+      POST /_replay/drop cuts every consumer's connection (a relay fault; they reconnect);
       --serve-repos: also each user's whole repo (listRepos, getRepo) as of the corpus's end,
       once read from the corpus (/_replay says when); the same stream is also served as
       Jetstream does at /subscribe (cursor in time_us, wantedCollections, compress=true)

@@ -153,6 +153,9 @@ export class ReplayServer {
     const url = new URL(req.url ?? '/', 'http://replay')
     const path = url.pathname
     if (path === '/_health' || path === '/_replay') return send(200, this.status())
+    if (path === '/_replay/drop' && req.method === 'POST') {
+      return send(200, { dropped: this.dropConsumers() })
+    }
     if (path === '/.well-known/atproto-did') {
       const host = (req.headers.host ?? '').toLowerCase().replace(/:\d+$/, '')
       const id = idForHandle(host, this.domain, this.corpus.header.users)
@@ -222,6 +225,17 @@ export class ReplayServer {
 
   /** Repos served by getRepo, and their bytes. */
   readonly served = { repos: 0, bytes: 0 }
+
+  /**
+   * Cuts every consumer's connection at once, as a relay restart or a network fault would, and
+   * returns how many there were. Consumers reconnect from their own cursors; the head keeps
+   * advancing meanwhile.
+   */
+  dropConsumers(): number {
+    const n = this.consumers.size
+    for (const c of this.consumers) c.socket.destroy()
+    return n
+  }
 
   /** Starts serving whole repos (loading them takes a while: the server answers meanwhile). */
   serveRepos(repos: CorpusRepos): void {
