@@ -18,7 +18,6 @@
 //     it has no backpressure of its own (see pacing-relay.ts)
 //   BENCH_KEEP_SCHEMAS  keep both schemas for inspection (dropped by default)
 //   OPENPLANE_TEST_PG_URL
-import { readdirSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import { Database, RepoSubscription } from '@atproto/bsky'
@@ -32,6 +31,7 @@ import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
+import { cpuByName } from './proc.ts'
 import { startPacingRelay } from './pacing-relay.ts'
 import { postgresFloor } from './pg-floor.ts'
 import { classifyStockRaces } from './stock-races.ts'
@@ -67,23 +67,8 @@ const httpUrl = `http://127.0.0.1:${port}`
 const wsUrl = `ws://127.0.0.1:${port}`
 
 /** CPU seconds of every postgres process (the server's share of the work). */
-function postgresCpu(): number {
-  const hz = 100
-  let ticks = 0
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
-      if (name !== 'postgres') continue
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return ticks / hz
-}
+const postgresCpu = () => cpuByName('postgres')
+
 /** Counts statements sent by every pg client in this process (stock and ours use pg). */
 function countStatements(): { count: () => number } {
   let n = 0

@@ -1,0 +1,396 @@
+// pnpm bench:faults — the dataplane (`openplane start`, its own process, production defaults)
+// put through the faults an operator meets, on a replayed realistic corpus, each phase in a fresh
+// schema and compared with an uninterrupted run over the same stream:
+//   1. reference: the small corpus indexed without interruption;
+//   2. kills: `kill -9` at random points of ingest (restarted each time at once);
+//   3. Postgres outage: a private Postgres stopped for 10 s, then started again, under reads
+//      (the AppView's mix) and paced ingest; reads must answer ok or `unavailable`, never
+//      `unknown`/`internal`;
+//   4. Redis outage: a private Redis killed for 10 s, back empty, later flushed, under the same
+//      load; reads fall back to Postgres, so none may fail;
+//   5. source drops: the relay cuts every connection, repeatedly, during ingest;
+//   6. soak: reads and paced ingest together for a long while on the large corpus, in steady
+//      state (an index already built, reads warmed up); RSS of the dataplane at the start of the
+//      measured window vs at its end, and every answer in it that is not ok.
+// Phases 2–5 end with every indexed table diffed against the reference: rows only in the
+// reference are lost, rows only in the phase's schema are doubled (a counter off by one shows as
+// one of each). Not part of CI; about 30 minutes by default. Ends with one line:
+//   faults: kills <n>, lost <n>, doubled <n>; pg outage unknown <n>; redis outage failed reads <n>; soak rss growth <x>%, errors <n>
+//
+//   FAULTS_EVENTS / FAULTS_REPOS / FAULTS_SEED  the small corpus for phases 1–5 (60000 / 10000 / 1)
+//   FAULTS_SOAK_EVENTS / FAULTS_SOAK_REPOS      the soak's corpus (500000 / 100000, seed 1: the
+//     one bench:ingest records)
+//   FAULTS_KILLS (20), FAULTS_DROPS (5), FAULTS_OUTAGE_SECONDS (10)
+//   FAULTS_READERS     the active users the reads are for (2000, a fixed draw from the corpus's
+//     users): the AppView reads again and again for its active users, so their timelines are
+//     warm after a first read, as in production
+//   FAULTS_READ_RATE   reads/s during the outages (200)
+//   FAULTS_INGEST_RATE events/s of the paced stream during the outages (1000)
+//   FAULTS_SOAK_SECONDS (600, the measured window), FAULTS_SOAK_READ_RATE (500),
+//   FAULTS_SOAK_INGEST_RATE (500), FAULTS_SOAK_HEAD_START (100000 events indexed before the reads),
+//   FAULTS_SOAK_WARMUP_SECONDS (60, reads before the window, not counted)
+//   FAULTS_PHASES  comma list of kills,pg,redis,drops,soak (default all)
+//   OPENPLANE_TEST_PG_URL
+import { performance } from 'node:perf_hooks'
+import { CorpusReader, didFor, ReplayServer } from '@openplane/sim'
+import { PG_URL, uniqueName } from '../harness/env.ts'
+import { tableDiffs, INDEXED_TABLES } from '../harness/indexer.ts'
+import { startPrivatePostgres } from '../harness/private-postgres.ts'
+import { spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
+import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
+import { dropSchemas } from '../harness/stock-network.ts'
+import { benchCorpus } from './corpus.ts'
+import { cpuByName, processCpu, rss } from './proc.ts'
+import { formatTally, readLoad, tallyBetween, type Tally } from './read-load.ts'
+
+const env = (name: string, dflt: number) => Number(process.env[name] ?? dflt)
+const SMALL = {
+  events: env('FAULTS_EVENTS', 60_000),
+  repos: env('FAULTS_REPOS', 10_000),
+  seed: env('FAULTS_SEED', 1),
+}
+const LARGE = {
+  events: env('FAULTS_SOAK_EVENTS', 500_000),
+  repos: env('FAULTS_SOAK_REPOS', 100_000),
+  seed: 1,
+}
+const KILLS = env('FAULTS_KILLS', 20)
+const DROPS = env('FAULTS_DROPS', 5)
+const OUTAGE_MS = env('FAULTS_OUTAGE_SECONDS', 10) * 1000
+const READ_RATE = env('FAULTS_READ_RATE', 200)
+const INGEST_RATE = env('FAULTS_INGEST_RATE', 1000)
+const SOAK_MS = env('FAULTS_SOAK_SECONDS', 600) * 1000
+const SOAK_READS = env('FAULTS_SOAK_READ_RATE', 500)
+const SOAK_HEAD = env('FAULTS_SOAK_HEAD_START', 100_000)
+const SOAK_WARMUP_MS = env('FAULTS_SOAK_WARMUP_SECONDS', 60) * 1000
+const SOAK_INGEST = env('FAULTS_SOAK_INGEST_RATE', 500)
+const READERS = env('FAULTS_READERS', 2000)
+const PHASES = new Set((process.env.FAULTS_PHASES ?? 'kills,pg,redis,drops,soak').split(','))
+
+const log = (...a: unknown[]) => console.log('[bench:faults]', ...a)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const t0 = performance.now()
+const elapsed = () => `${((performance.now() - t0) / 1000).toFixed(0)} s`
+
+/** Schemas this run made in the shared Postgres, dropped at the end. */
+const schemas: string[] = []
+const fresh = (name: string) => {
+  const s = uniqueName(`faults_${name}`)
+  schemas.push(s)
+  return s
+}
+
+interface Ingest {
+  pgUrl?: string
+  schema: string
+  replay: ReplayServer
+  redis?: RedisServer
+}
+
+/** `openplane start` on the replay's stream from its start, with the production defaults. */
+function spawnOurs(o: Ingest): Promise<Child> {
+  return spawnDataplane({
+    pgUrl: o.pgUrl ?? PG_URL,
+    schema: o.schema,
+    plcUrl: o.replay.httpUrl,
+    pdsUrl: o.replay.httpUrl,
+    extra: {
+      DATAPLANE_FIREHOSE_URLS: o.replay.url,
+      DATAPLANE_FIREHOSE_CURSOR: '0',
+      DATAPLANE_BATCH_WAIT_MS: '20',
+      LOG_LEVEL: 'warn',
+      ...(o.redis
+        ? {
+            DATAPLANE_TIMELINES: 'redis',
+            DATAPLANE_REDIS_NODES: `${o.redis.host}:${o.redis.port}`,
+            DATAPLANE_REDIS_PREFIX: `${o.schema}:`,
+          }
+        : { DATAPLANE_TIMELINES: 'memory' }),
+    },
+  })
+}
+
+async function appliedSeq(url: string): Promise<number> {
+  const res = await fetch(`${url}/_health`).catch(() => undefined)
+  const body = (await res?.json().catch(() => undefined)) as
+    { dependencies?: { sources?: { seq?: number }[] } } | undefined
+  return body?.dependencies?.sources?.[0]?.seq ?? -1
+}
+
+/** A fixed draw of READERS users out of 1..users, spread over the ids. */
+function activeReaders(users: number): string[] {
+  const n = Math.min(READERS, users)
+  return Array.from({ length: n }, (_, i) => didFor(1 + ((i * 7919) % users)))
+}
+
+/** Where the dataplane answered home timelines from, by path and reason (from its /metrics). */
+async function timelinePaths(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('openplane_timeline_reads_total{'))
+    .map((l) => l.replace('openplane_timeline_reads_total', ''))
+    .join(' ')
+}
+
+const pct = (cpuSeconds: number, seconds: number) => `${((cpuSeconds / seconds) * 100).toFixed(0)}%`
+
+/** Every indexed table of `schema` against the reference: rows lost and rows doubled. */
+async function compare(
+  reference: string,
+  schema: string,
+): Promise<{ lost: number; doubled: number }> {
+  const diffs = await tableDiffs(reference, schema, INDEXED_TABLES)
+  for (const d of diffs) {
+    log(`  ${d.table}: ${d.onlyStock.length} lost, ${d.onlyOurs.length} doubled or changed`)
+    for (const r of d.onlyStock.slice(0, 3)) log(`    - ${r.slice(0, 300)}`)
+    for (const r of d.onlyOurs.slice(0, 3)) log(`    + ${r.slice(0, 300)}`)
+  }
+  return {
+    lost: diffs.reduce((n, d) => n + d.onlyStock.length, 0),
+    doubled: diffs.reduce((n, d) => n + d.onlyOurs.length, 0),
+  }
+}
+
+/** Codes the fault does not explain: anything but ok, unavailable and deadline_exceeded. */
+const unexplained = (t: Tally) =>
+  [...t]
+    .filter(([c]) => !['ok', 'Unavailable', 'DeadlineExceeded'].includes(c))
+    .reduce((n, [, v]) => n + v, 0)
+const notOk = (t: Tally) => [...t].filter(([c]) => c !== 'ok').reduce((n, [, v]) => n + v, 0)
+
+const totals = {
+  kills: 0,
+  lost: 0,
+  doubled: 0,
+  pgUnknown: NaN,
+  redisFailed: NaN,
+  rssGrowth: NaN,
+  soakErrors: NaN,
+}
+
+async function main(): Promise<void> {
+  const small = await benchCorpus(SMALL, log)
+  const corpus = await CorpusReader.open(small.file)
+  const last = small.summary.last_seq
+  const readers = activeReaders(corpus.header.users)
+  log(`corpus ${small.file}: ${small.summary.frames} events over ${corpus.header.users} users`)
+
+  // 1. The reference: one uninterrupted run at full speed.
+  const reference = fresh('ref')
+  if (['kills', 'pg', 'redis', 'drops'].some((p) => PHASES.has(p))) {
+    const replay = await ReplayServer.start({ corpus })
+    const start = performance.now()
+    const ours = await spawnOurs({ schema: reference, replay })
+    await waitForSeq(ours.url, last)
+    log(
+      `reference: ${small.summary.frames} events in ${((performance.now() - start) / 1000).toFixed(1)} s`,
+    )
+    await ours.stop()
+    await replay.close()
+  }
+
+  // 2. kill -9 at random points of ingest.
+  if (PHASES.has('kills')) {
+    const schema = fresh('kills')
+    const replay = await ReplayServer.start({ corpus })
+    // Kill points spread over the stream, in order, each a little past a random applied seq.
+    const first = small.summary.first_seq
+    const points = Array.from(
+      { length: KILLS },
+      () => first + Math.random() * (last - first) * 0.97,
+    ).sort((a, b) => a - b)
+    let ours = await spawnOurs({ schema, replay })
+    for (const point of points) {
+      while ((await appliedSeq(ours.url)) < point) await sleep(10)
+      await sleep(Math.random() * 200)
+      ours.proc.kill('SIGKILL')
+      await ours.stop('SIGKILL')
+      totals.kills++
+      ours = await spawnOurs({ schema, replay })
+    }
+    await waitForSeq(ours.url, last)
+    await ours.stop()
+    await replay.close()
+    const { lost, doubled } = await compare(reference, schema)
+    log(`kills: ${totals.kills} kill -9, ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
+    totals.lost += lost
+    totals.doubled += doubled
+  }
+
+  // 3. Postgres stopped under reads and ingest.
+  if (PHASES.has('pg')) {
+    const pg = await startPrivatePostgres()
+    const schema = fresh('pg')
+    const replay = await ReplayServer.start({ corpus, rate: INGEST_RATE })
+    try {
+      const ours = await spawnOurs({ pgUrl: pg.url, schema, replay })
+      const load = readLoad(ours.url, readers, READ_RATE)
+      await sleep(Math.min(15_000, (small.summary.frames / INGEST_RATE) * 250))
+      const before = load.tally()
+      await pg.stop('fast')
+      await sleep(OUTAGE_MS)
+      await pg.start()
+      const during = tallyBetween(before, load.tally())
+      await waitForSeq(ours.url, last)
+      await sleep(2000)
+      const all = await load.stop()
+      log(`pg outage: during ${formatTally(during)}; whole phase ${formatTally(all)}`)
+      totals.pgUnknown = unexplained(all)
+      if (ours.proc.exitCode !== null)
+        throw new Error(`the dataplane exited during the outage:\n${ours.output()}`)
+      await ours.stop()
+      await pg.copySchemaTo(schema, PG_URL)
+      const { lost, doubled } = await compare(reference, schema)
+      log(`pg outage: ingest ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
+      totals.lost += lost
+      totals.doubled += doubled
+    } finally {
+      await replay.close()
+      await pg.destroy()
+    }
+  }
+
+  // 4. Redis killed, back empty, then flushed, under the same load.
+  if (PHASES.has('redis')) {
+    const redis = await startRedisServer()
+    const schema = fresh('redis')
+    const replay = await ReplayServer.start({ corpus, rate: INGEST_RATE })
+    try {
+      const ours = await spawnOurs({ schema, replay, redis })
+      const load = readLoad(ours.url, readers, READ_RATE)
+      await sleep(10_000)
+      await redis.stop('SIGKILL')
+      await sleep(OUTAGE_MS)
+      await redis.restart()
+      await sleep(10_000)
+      await redis.cli('FLUSHALL')
+      await waitForSeq(ours.url, last)
+      await sleep(5000)
+      const all = await load.stop()
+      totals.redisFailed = notOk(all)
+      log(`redis outage: reads ${formatTally(all)}`)
+      await ours.stop()
+      const { lost, doubled } = await compare(reference, schema)
+      log(`redis outage: ingest ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
+      totals.lost += lost
+      totals.doubled += doubled
+    } finally {
+      await replay.close()
+      await redis.dispose()
+    }
+  }
+
+  // 5. The relay drops every connection, again and again.
+  if (PHASES.has('drops')) {
+    const schema = fresh('drops')
+    const replay = await ReplayServer.start({ corpus, rate: INGEST_RATE * 2 })
+    const ours = await spawnOurs({ schema, replay })
+    const every = (small.summary.frames / (INGEST_RATE * 2) / (DROPS + 1)) * 1000
+    let dropped = 0
+    for (let i = 0; i < DROPS; i++) {
+      await sleep(every)
+      dropped += replay.dropConsumers()
+    }
+    await waitForSeq(ours.url, last)
+    await ours.stop()
+    await replay.close()
+    const { lost, doubled } = await compare(reference, schema)
+    log(
+      `drops: ${dropped} connections cut in ${DROPS} drops; ${lost} rows lost, ${doubled} doubled (${elapsed()})`,
+    )
+    totals.lost += lost
+    totals.doubled += doubled
+  }
+  await corpus.close()
+
+  // 6. The soak: steady state, not a cold start. The first SOAK_HEAD events are already on the
+  // stream and indexed before any read (a dataplane in service has its index); then the reads
+  // start and warm up (timelines built on first read, pools, JIT), uncounted; then the measured
+  // window, with RSS at its start and at its end (medians of a minute each).
+  if (PHASES.has('soak')) {
+    const large = await benchCorpus(LARGE, log)
+    const big = await CorpusReader.open(large.file)
+    const redis = await startRedisServer()
+    const schema = fresh('soak')
+    const head = Math.min(SOAK_HEAD, big.frames - 1)
+    const replay = await ReplayServer.start({ corpus: big, rate: SOAK_INGEST, headStart: head })
+    const soakReaders = activeReaders(big.header.users)
+    const streamLeftMs = ((big.frames - head) / SOAK_INGEST) * 1000
+    const soakMs = Math.min(SOAK_MS, streamLeftMs - SOAK_WARMUP_MS - 30_000)
+    if (soakMs < 120_000)
+      throw new Error(
+        `the soak corpus leaves ${(soakMs / 1000).toFixed(0)} s to soak: record a larger one`,
+      )
+    try {
+      const ours = await spawnOurs({ schema, replay, redis })
+      const pid = ours.proc.pid!
+      const caughtUp = performance.now()
+      while ((await appliedSeq(ours.url)) < big.seqAt(head - 1)) await sleep(1000)
+      log(
+        `soak: ${head} events indexed before the reads in ${((performance.now() - caughtUp) / 1000).toFixed(0)} s`,
+      )
+      const load = readLoad(ours.url, soakReaders, SOAK_READS)
+      await sleep(SOAK_WARMUP_MS)
+      const warmed = load.tally()
+      log(`soak: warm-up ${SOAK_WARMUP_MS / 1000} s: ${formatTally(warmed)}`)
+      const samples: { at: number; rss: number }[] = []
+      const start = performance.now()
+      let window = {
+        at: start,
+        ours: processCpu(pid),
+        pg: cpuByName('postgres'),
+        bench: process.cpuUsage(),
+      }
+      while (performance.now() - start < soakMs) {
+        await sleep(5000)
+        samples.push({ at: performance.now() - start, rss: rss(pid) })
+        if (samples.length % 12 === 0) {
+          const lag = replay.status().head_seq - (await appliedSeq(ours.url))
+          const now = {
+            at: performance.now(),
+            ours: processCpu(pid),
+            pg: cpuByName('postgres'),
+            bench: process.cpuUsage(),
+          }
+          const secs = (now.at - window.at) / 1000
+          const benchCpu = process.cpuUsage(window.bench)
+          const cpu = `cpu: openplane ${pct(now.ours - window.ours, secs)}, postgres ${pct(now.pg - window.pg, secs)}, load+replay ${pct((benchCpu.user + benchCpu.system) / 1e6, secs)}`
+          window = now
+          log(
+            `soak ${((performance.now() - start) / 1000).toFixed(0)} s: rss ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MB, lag ${lag} seq, ${cpu}; ${formatTally(tallyBetween(warmed, load.tally()))}`,
+          )
+        }
+      }
+      const measured = tallyBetween(warmed, load.tally())
+      await load.stop()
+      const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+      const first = median(samples.filter((s) => s.at <= 60_000).map((s) => s.rss))
+      const end = median(samples.filter((s) => s.at >= soakMs - 60_000).map((s) => s.rss))
+      totals.rssGrowth = ((end - first) / first) * 100
+      totals.soakErrors = notOk(measured)
+      log(`soak: timelines answered ${await timelinePaths(ours.url)}`)
+      log(
+        `soak: ${(soakMs / 1000).toFixed(0)} s at ${SOAK_READS} reads/s + ${SOAK_INGEST} events/s; rss ${(first / 2 ** 20).toFixed(0)} → ${(end / 2 ** 20).toFixed(0)} MB; reads ${formatTally(measured)} (${elapsed()})`,
+      )
+      await ours.stop()
+    } finally {
+      await replay.close()
+      await redis.dispose()
+      await big.close()
+    }
+  }
+}
+
+try {
+  await main()
+} finally {
+  if (!process.env.FAULTS_KEEP_SCHEMAS) await dropSchemas(schemas)
+}
+const fmt = (n: number, digits = 0) => (Number.isNaN(n) ? 'n/a' : n.toFixed(digits))
+console.log(
+  `faults: kills ${totals.kills}, lost ${totals.lost}, doubled ${totals.doubled}; ` +
+    `pg outage unknown ${fmt(totals.pgUnknown)}; redis outage failed reads ${fmt(totals.redisFailed)}; ` +
+    `soak rss growth ${fmt(totals.rssGrowth, 1)}%, errors ${fmt(totals.soakErrors)}`,
+)
+process.exit(0)

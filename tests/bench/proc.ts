@@ -1,0 +1,42 @@
+// What a process costs, read from /proc (Linux): CPU seconds and resident memory, for benches
+// that run the dataplane, Postgres and Redis as separate processes.
+import { readdirSync, readFileSync } from 'node:fs'
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const HZ = 100
+
+/** utime + stime of one process, from its stat line (fields after the command name). */
+function statCpu(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / HZ
+}
+
+/** CPU seconds a process has used so far (NaN once it is gone). */
+export function processCpu(pid: number): number {
+  try {
+    return statCpu(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return NaN
+  }
+}
+
+/** CPU seconds of every process with this command name (e.g. every postgres backend). */
+export function cpuByName(name: string): number {
+  let total = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === name) total += statCpu(stat)
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return total
+}
+
+/** Resident set size of a process, in bytes. */
+export function rss(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m ? Number(m[1]) * 1024 : NaN
+}

@@ -1,0 +1,105 @@
+// An open-loop read load on a dataplane, shaped like what the AppView asks for when it renders a
+// home timeline: the timeline itself, the profiles, counts and relationships of the authors on it,
+// an author feed and a follower list. Requests leave on schedule whether or not earlier ones came
+// back (a slow server is not spared load); each answer's code is tallied, and the tally can be
+// read at any moment, so a run can tell what was answered during a fault and what after.
+import { performance } from 'node:perf_hooks'
+import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
+import { Code, ConnectError } from '@connectrpc/connect'
+
+type Client = ReturnType<typeof createDataPlaneClient>
+
+/** Answers by code name ('ok', 'Unavailable', 'Unknown', …), and requests never sent. */
+export type Tally = Map<string, number>
+
+export interface ReadLoad {
+  /** Answers so far (a copy). */
+  tally(): Tally
+  /** Stops sending, waits for the answers in flight, and returns the whole tally. */
+  stop(): Promise<Tally>
+}
+
+/** Requests in flight at most: beyond, a request is counted as `dropped` instead of sent. */
+const MAX_IN_FLIGHT = 2000
+
+export function readLoad(dataplaneUrl: string, readers: string[], rate: number): ReadLoad {
+  const client: Client = createDataPlaneClient(new BasicHostList([dataplaneUrl]), {
+    httpVersion: '2',
+  })
+  const tally: Tally = new Map()
+  const count = (code: string) => tally.set(code, (tally.get(code) ?? 0) + 1)
+  const inFlight = new Set<Promise<void>>()
+  let sent = 0
+  let stopped = false
+  const t0 = performance.now()
+
+  const request = (i: number): Promise<unknown> => {
+    const did = readers[i % readers.length]!
+    const others = Array.from(
+      { length: 10 },
+      (_, k) => readers[(i * 31 + k * 977) % readers.length]!,
+    )
+    switch (i % 6) {
+      case 0:
+        return client.getTimeline({ actorDid: did, limit: 50, cursor: '' })
+      case 1:
+        return client.getActors({ dids: others })
+      case 2:
+        return client.getCountsForUsers({ dids: others })
+      case 3:
+        return client.getRelationships({ actorDid: did, targetDids: others })
+      case 4:
+        return client.getAuthorFeed({ actorDid: did, limit: 30, cursor: '' })
+      default:
+        return client.getFollowers({ actorDid: did, limit: 50, cursor: '' })
+    }
+  }
+
+  let timer: NodeJS.Timeout | undefined
+  const tick = () => {
+    const due = Math.floor(((performance.now() - t0) / 1000) * rate)
+    while (!stopped && sent < due) {
+      const i = sent++
+      if (inFlight.size >= MAX_IN_FLIGHT) {
+        count('dropped')
+        continue
+      }
+      const p: Promise<void> = request(i)
+        .then(
+          () => void count('ok'),
+          (err: unknown) => void count(Code[ConnectError.from(err).code] ?? 'other'),
+        )
+        .finally(() => inFlight.delete(p))
+      inFlight.add(p)
+    }
+    if (stopped) return
+    // Sleep until the next request is due (no spinning: the load shares the cores).
+    const next = t0 + ((sent + 1) / rate) * 1000
+    timer = setTimeout(tick, Math.max(1, next - performance.now()))
+  }
+  tick()
+
+  return {
+    tally: () => new Map(tally),
+    async stop() {
+      stopped = true
+      clearTimeout(timer)
+      await Promise.all(inFlight)
+      return new Map(tally)
+    },
+  }
+}
+
+/** `after` minus `before`, code by code. */
+export function tallyBetween(before: Tally, after: Tally): Tally {
+  const out: Tally = new Map()
+  for (const [code, n] of after) {
+    const d = n - (before.get(code) ?? 0)
+    if (d) out.set(code, d)
+  }
+  return out
+}
+
+export function formatTally(t: Tally): string {
+  return [...t].map(([code, n]) => `${code} ${n}`).join(', ') || 'none'
+}
