@@ -7,12 +7,40 @@ import { Graph } from '@openplane/graph'
 import type { Change, FeedItemValues } from '@openplane/ingest'
 import { followedItems, ownItems } from '@openplane/server'
 import { registry } from '@openplane/telemetry'
-import { MemoryTimelineStore } from '@openplane/timelines'
+import {
+  MemoryTimelineStore,
+  TimelineStoreUnavailable,
+  type TimelineItem,
+} from '@openplane/timelines'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 
 const did = (name: string) => `did:plc:${name.padEnd(24, 'x')}`
+
+/**
+ * The in-process store with faults on demand: the next fan-out write fails (as one that passed
+ * its deadline does), and optionally the evictions after it too (the store really away).
+ */
+class FaultyStore extends MemoryTimelineStore {
+  failNextFanOut = false
+  failEvictions = false
+
+  override async fanOut(readers: readonly string[], item: TimelineItem): Promise<number> {
+    if (this.failNextFanOut) {
+      this.failNextFanOut = false
+      // Part of it landed, as a write cut by its deadline may have.
+      await super.fanOut(readers.slice(0, 1), item)
+      throw new TimelineStoreUnavailable('fanOut', new Error('deadline passed'), readers)
+    }
+    return super.fanOut(readers, item)
+  }
+
+  override async evict(readers: readonly string[]): Promise<void> {
+    if (this.failEvictions) throw new TimelineStoreUnavailable('evict', new Error('unreachable'))
+    return super.evict(readers)
+  }
+}
 const HOUR = 3600_000
 
 describe('fan-out', () => {
@@ -33,7 +61,7 @@ describe('fan-out', () => {
 
   function setup(opts: { celebrity?: number; lossy?: number; random?: () => number } = {}) {
     const graph = Graph.create(db)
-    const store = new MemoryTimelineStore({ targetLength: 50, authorTargetLength: 50 })
+    const store = new FaultyStore({ targetLength: 50, authorTargetLength: 50 })
     const source: FeedSource = {
       followed: (reader, rows) => followedItems(db.db, reader, undefined, rows),
       byAuthor: (author, rows) => ownItems(db.db, author, undefined, rows),
@@ -198,5 +226,42 @@ describe('fan-out', () => {
     const [delivered, p2] = await t.post('rz')
     await commit(delivered)
     expect(await t.uris('ra')).toContain(p2.uri)
+  })
+
+  it('a failed fan-out write drops only the lists it touched; the rest keep serving', async () => {
+    const t = setup()
+    await t.commit(t.follow('xa', 'xz'), t.follow('xb', 'xz'), t.follow('xc', 'xy'))
+    for (const r of ['xa', 'xb', 'xc']) await t.activate(r)
+    const dropped = await metric('openplane_timeline_stale_dropped_total')
+    t.store.failNextFanOut = true
+    const [change, row] = await t.post('xz')
+    await t.commit(change)
+    // xz's followers may hold the post or not: their lists are gone, and rebuild on a read.
+    expect(await t.store.isMaterialised(did('xa'))).toBe(false)
+    expect(await t.store.isMaterialised(did('xb'))).toBe(false)
+    expect(await metric('openplane_timeline_stale_dropped_total')).toBe(dropped + 3)
+    // Everyone else is served from the store as before: no global recovery.
+    expect(t.home.status()).toMatchObject({ ok: true, state: 'serving' })
+    expect(await t.home.read(did('xc'), 10, undefined)).toBeDefined()
+    expect(await t.home.read(did('xa'), 10, undefined)).toBeUndefined()
+    // (The rebuild reads Postgres, where these follows are not: here it only materialises.)
+    await t.activate('xa')
+    expect(await t.store.isMaterialised(did('xa'))).toBe(true)
+    expect(await t.uris('xc')).not.toContain(row.uri)
+  })
+
+  it('when the lists cannot be dropped either, every list is treated as stale', async () => {
+    const t = setup()
+    await t.commit(t.follow('ya', 'yz'), t.follow('yc', 'yy'))
+    for (const r of ['ya', 'yc']) await t.activate(r)
+    t.store.failNextFanOut = true
+    t.store.failEvictions = true
+    const [change] = await t.post('yz')
+    await t.commit(change)
+    expect(t.home.status()).toMatchObject({ ok: false, state: 'recovering' })
+    expect(await t.home.read(did('yc'), 10, undefined)).toBeUndefined()
+    t.store.failEvictions = false
+    await t.home.recover()
+    expect(t.home.status()).toMatchObject({ ok: true, state: 'serving' })
   })
 })

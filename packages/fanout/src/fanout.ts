@@ -6,7 +6,7 @@ import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import type { Change, FeedItemValues } from '@openplane/ingest'
 import { childLogger } from '@openplane/telemetry'
 import { itemFromFeedRow, lossyKeep, TimelineStoreUnavailable } from '@openplane/timelines'
-import type { HomeTimelines } from './home.ts'
+import type { HomeTimelines, StaleLists } from './home.ts'
 import {
   fanoutItems,
   fanoutQueue,
@@ -109,14 +109,18 @@ export class FanOut {
     for (const { creator, subjectDid } of rows) {
       const change = home?.celebrities.update(subjectDid)
       if (!home) continue
-      await this.#write(async () => {
-        if (change === 'left') await this.#spreadFormerCelebrity(subjectDid)
-        // A celebrity's items are merged at read time; anyone else's existing items join the
-        // new follower's timeline now, as the stock's fan-in query would show them.
-        if (home.celebrities.has(subjectDid) || !(await home.hasTimeline(creator))) return
-        const rows = await this.#source.byAuthor(subjectDid, home.store.targetLength)
-        await home.store.insert(creator, rows.map(itemFromFeedRow))
-      })
+      const spread = change === 'left' ? this.#readers(subjectDid, false) : []
+      await this.#write(
+        async () => {
+          if (change === 'left') await this.#spreadFormerCelebrity(subjectDid, spread)
+          // A celebrity's items are merged at read time; anyone else's existing items join the
+          // new follower's timeline now, as the stock's fan-in query would show them.
+          if (home.celebrities.has(subjectDid) || !(await home.hasTimeline(creator))) return
+          const rows = await this.#source.byAuthor(subjectDid, home.store.targetLength)
+          await home.store.insert(creator, rows.map(itemFromFeedRow))
+        },
+        { readers: [creator, ...spread], authors: [] },
+      )
     }
   }
 
@@ -126,10 +130,14 @@ export class FanOut {
     if (!home) return
     const change = home.celebrities.update(row.subjectDid)
     home.taintReaders((r) => r === row.creator)
-    await this.#write(async () => {
-      await home.store.removeOriginator([row.creator], row.subjectDid)
-      if (change === 'left') await this.#spreadFormerCelebrity(row.subjectDid)
-    })
+    const spread = change === 'left' ? this.#readers(row.subjectDid, false) : []
+    await this.#write(
+      async () => {
+        await home.store.removeOriginator([row.creator], row.subjectDid)
+        if (change === 'left') await this.#spreadFormerCelebrity(row.subjectDid, spread)
+      },
+      { readers: [row.creator, ...spread], authors: [] },
+    )
   }
 
   async #post(row: FeedItemValues): Promise<void> {
@@ -137,16 +145,21 @@ export class FanOut {
     if (!home) return
     const item = itemFromFeedRow(row)
     const author = row.originatorDid
-    await this.#write(async () => {
-      // Every author's list takes the item if materialised: own items, celebrity merges.
-      await home.store.pushAuthorRecent(author, item)
-      if (home.celebrities.has(author)) {
-        fanoutItems.inc({ route: 'celebrity' })
-        return
-      }
-      fanoutItems.inc({ route: 'followers' })
-      fanoutWrites.inc(await home.store.fanOut(this.#readers(author, true), item))
-    })
+    // Drawn once: the lossy rule is random, and a failed write must drop the lists it wrote to.
+    const readers = home.celebrities.has(author) ? [] : this.#readers(author, true)
+    await this.#write(
+      async () => {
+        // Every author's list takes the item if materialised: own items, celebrity merges.
+        await home.store.pushAuthorRecent(author, item)
+        if (home.celebrities.has(author)) {
+          fanoutItems.inc({ route: 'celebrity' })
+          return
+        }
+        fanoutItems.inc({ route: 'followers' })
+        fanoutWrites.inc(await home.store.fanOut(readers, item))
+      },
+      { readers, authors: [author] },
+    )
   }
 
   async #remove(row: FeedItemValues): Promise<void> {
@@ -157,17 +170,20 @@ export class FanOut {
     home.taintAuthor(author)
     home.taintReaders((r) => this.#graph.isFollowing(r, author))
     // Followers are asked even for a celebrity: the item may predate its celebrity.
-    await this.#write(async () => {
-      await home.store.removeAuthorRecent(author, item)
-      await home.store.remove(this.#readers(author, false), item)
-    })
+    const readers = this.#readers(author, false)
+    await this.#write(
+      async () => {
+        await home.store.removeAuthorRecent(author, item)
+        await home.store.remove(readers, item)
+      },
+      { readers, authors: [author] },
+    )
   }
 
   /** An author fell below the threshold: its recent items now live in followers' timelines. */
-  async #spreadFormerCelebrity(author: string): Promise<void> {
+  async #spreadFormerCelebrity(author: string, readers: string[]): Promise<void> {
     const home = this.#home!
     const rows = await this.#source.byAuthor(author, home.store.targetLength)
-    const readers = this.#readers(author, false)
     for (const row of rows) await home.store.fanOut(readers, itemFromFeedRow(row))
   }
 
@@ -195,15 +211,15 @@ export class FanOut {
     return dids
   }
 
-  /** Store work for one change; whatever fails, the lists it touched are treated as stale. */
-  async #write(work: () => Promise<void>): Promise<void> {
+  /** Store work for one change; if it fails, the lists it may have touched are dropped. */
+  async #write(work: () => Promise<void>, touched: StaleLists): Promise<void> {
     try {
       await work()
     } catch (err) {
       const lost =
         err instanceof TimelineStoreUnavailable ? err : new TimelineStoreUnavailable('fanout', err)
       if (!(err instanceof TimelineStoreUnavailable)) log.error({ err }, 'fan-out step failed')
-      this.#home!.writeFailed(lost)
+      await this.#home!.dropStale(touched, lost)
     }
   }
 }

@@ -4,7 +4,7 @@
 // a trimmed horizon, Redis unreachable, or writes lost while it was), the caller answers from
 // Postgres instead, and cold lists are rebuilt in the background.
 import { RoaringBitmap32, type Graph } from '@openplane/graph'
-import { childLogger } from '@openplane/telemetry'
+import { childLogger, throttle } from '@openplane/telemetry'
 import {
   feedRowFromItem,
   itemFromFeedRow,
@@ -15,10 +15,16 @@ import {
   type TimelineStore,
 } from '@openplane/timelines'
 import type { Celebrities } from './celebrities.ts'
-import { evicted, reads, rebuilds, storeErrors, storeHealthy } from './metrics.ts'
+import { evicted, reads, rebuilds, staleDropped, storeErrors, storeHealthy } from './metrics.ts'
 import type { FeedSource } from './source.ts'
 
 const log = childLogger('timelines')
+
+/** The lists one fan-out write may have touched: readers' timelines and authors' recent lists. */
+export interface StaleLists {
+  readers: readonly string[]
+  authors: readonly string[]
+}
 
 export interface HomeOptions {
   /** Readers not seen for this long lose their timeline; fan-out skips them until they return. */
@@ -52,6 +58,7 @@ export class HomeTimelines {
   #readsPausedUntil = 0
   #recovering = false
   #lastError: { message: string; at: string } | undefined
+  readonly #staleLog = throttle(10_000)
   /**
    * Ids of readers that may have a timeline in the store (a superset: whatever this process
    * rebuilt, plus the store's activity index at start and at each hibernation pass). Fan-out
@@ -219,6 +226,35 @@ export class HomeTimelines {
   #failed(err: TimelineStoreUnavailable): void {
     storeErrors.inc({ op: err.op })
     this.#lastError = { message: err.message, at: new Date().toISOString() }
+  }
+
+  /**
+   * A fan-out write failed (often only slow: the store answered after its deadline) and these are
+   * the lists it may have missed. Dropping just them keeps every other timeline serving; each
+   * dropped one rebuilds on its next read, and a rebuild under way restarts. The drop is sent
+   * after the failed write on the same connections, so it lands after it. Only when the drop
+   * fails too (the store is really away) are all lists treated as stale.
+   */
+  async dropStale(lists: StaleLists, err: TimelineStoreUnavailable): Promise<void> {
+    const readers = new Set(lists.readers)
+    this.taintReaders((r) => readers.has(r))
+    for (const author of lists.authors) this.taintAuthor(author)
+    try {
+      if (readers.size) await this.store.evict([...readers])
+      if (lists.authors.length) await this.store.evictAuthors(lists.authors)
+    } catch (evictErr) {
+      this.writeFailed(evictErr instanceof TimelineStoreUnavailable ? evictErr : err)
+      return
+    }
+    this.#failed(err)
+    staleDropped.inc({ kind: 'timeline' }, readers.size)
+    staleDropped.inc({ kind: 'author' }, lists.authors.length)
+    this.#staleLog((suppressed) =>
+      log.warn(
+        { err: err.message, readers: readers.size, authors: lists.authors.length, suppressed },
+        'timeline write failed; dropped the lists it touched',
+      ),
+    )
   }
 
   /** A write did not reach the store: reads go to Postgres until every list is dropped. */

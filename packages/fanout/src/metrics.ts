@@ -35,6 +35,11 @@ export const storeErrors = counter(
   'Timeline store operations that failed (Redis unreachable, slow or failing over)',
   ['op'],
 )
+export const staleDropped = counter(
+  'openplane_timeline_stale_dropped_total',
+  'Lists dropped after a failed fan-out write to them (each rebuilds on its next read), by kind',
+  ['kind'],
+)
 export const storeHealthy = gauge(
   'openplane_timeline_store_healthy',
   '1 when timelines are served from the store, 0 while reads go to Postgres after a failure',
