@@ -140,7 +140,11 @@ async function compare(
   reference: string,
   schema: string,
 ): Promise<{ lost: number; doubled: number }> {
-  const diffs = await tableDiffs(reference, schema, INDEXED_TABLES)
+  // Handles are resolved beside the stream under a deadline; a loaded machine may leave one
+  // unresolved in one run and not the other. Everything the stream carries is compared.
+  const diffs = await tableDiffs(reference, schema, INDEXED_TABLES, (table) =>
+    table === 'actor' ? ['handle'] : [],
+  )
   for (const d of diffs) {
     log(`  ${d.table}: ${d.onlyStock.length} lost, ${d.onlyOurs.length} doubled or changed`)
     for (const r of d.onlyStock.slice(0, 3)) log(`    - ${r.slice(0, 300)}`)

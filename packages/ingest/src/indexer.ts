@@ -117,7 +117,13 @@ export class Indexer {
         if (cursor !== undefined) url.searchParams.set('cursor', String(cursor))
         return url
       },
-      cursor: () => this.readSeq,
+      // Frames received before a connection dropped may still be decoding: the cursor is the
+      // last of them, or the relay would send them again and the index would see each twice
+      // (out of order, which Sync 1.1 takes for a broken commit chain).
+      cursor: async () => {
+        await this.decoding
+        return this.readSeq
+      },
       onFrame: (bytes) => this.onFrame(bytes),
       // Frames waiting to be decoded count too.
       isFull: () => this.queued + this.pending.length >= opts.batchSize * 4,

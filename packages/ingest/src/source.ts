@@ -9,8 +9,11 @@ const log = childLogger('stream')
 export interface SourceOptions {
   /** Where to connect to resume from `cursor` (undefined: the live tip). */
   endpoint: (cursor: number | undefined) => URL
-  /** The cursor to resume from (undefined: from the live tip). */
-  cursor: () => number | undefined
+  /**
+   * The cursor to resume from (undefined: from the live tip), asked for at each connect. It may
+   * wait: the consumer answers once every frame already received is taken into account.
+   */
+  cursor: () => number | undefined | Promise<number | undefined>
   onFrame: (bytes: Uint8Array) => void
   /** True while the consumer wants no more frames. */
   isFull: () => boolean
@@ -33,7 +36,7 @@ export class StreamSource {
 
   start(): void {
     this.stopped = false
-    this.connect()
+    void this.connect()
   }
 
   /** Called by the consumer when it has room again. */
@@ -48,9 +51,31 @@ export class StreamSource {
     this.ws = undefined
   }
 
-  private connect(): void {
-    const url = this.opts.endpoint(this.opts.cursor())
-    const ws = new WebSocket(url, { maxPayload: 16 * 1024 * 1024 })
+  private async connect(): Promise<void> {
+    let url: URL
+    let ws: WebSocket
+    try {
+      url = this.opts.endpoint(await this.opts.cursor())
+      if (this.stopped) return
+      ws = new WebSocket(url, { maxPayload: 16 * 1024 * 1024 })
+    } catch (err) {
+      // Not even a connection attempt: report it and try again later, like a failed one.
+      this.opts.onError?.(err instanceof Error ? err.message : String(err))
+      this.retry()
+      return
+    }
+    this.attach(ws, url)
+  }
+
+  /** The next attempt, after a backoff that doubles from 250 ms (reset once one connects). */
+  private retry(code?: number): void {
+    if (this.stopped) return
+    const delay = Math.min(this.opts.maxBackoffMs ?? 30_000, 250 * 2 ** this.attempt++)
+    log.info({ code, delay }, 'stream closed, reconnecting')
+    this.timer = setTimeout(() => void this.connect(), delay)
+  }
+
+  private attach(ws: WebSocket, url: URL): void {
     this.ws = ws
     ws.binaryType = 'nodebuffer'
     ws.on('open', () => {
@@ -69,10 +94,7 @@ export class StreamSource {
     ws.on('close', (code) => {
       this.opts.onConnectionChange?.(false)
       if (!this.stopped && code !== 1000) this.opts.onError?.(`stream closed (code ${code})`)
-      if (this.stopped || this.ws !== ws) return
-      const delay = Math.min(this.opts.maxBackoffMs ?? 30_000, 250 * 2 ** this.attempt++)
-      log.info({ code, delay }, 'stream closed, reconnecting')
-      this.timer = setTimeout(() => this.connect(), delay)
+      if (this.ws === ws) this.retry(code)
     })
   }
 }
