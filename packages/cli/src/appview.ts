@@ -17,6 +17,7 @@ import { Secp256k1Keypair } from '@atproto/crypto'
 import { childLogger } from '@openplane/telemetry'
 import { UsageError } from './backfill.ts'
 import { ConfigError, type Config } from './config.ts'
+import { stopOnSignals } from './signals.ts'
 import { start, type Running } from './start.ts'
 
 const log = childLogger('appview')
@@ -153,13 +154,7 @@ export async function appviewCommand(config: Config, argv: string[]): Promise<nu
     'AppView listening',
   )
 
-  const stop = async (signal: string) => {
-    log.info({ signal }, 'stopping')
-    // Bounded like `start`: a stop that hangs must not keep an orchestrator waiting.
-    setTimeout(() => {
-      log.error({ signal }, 'stop took longer than 30 s; exiting')
-      process.exit(1)
-    }, 30_000).unref()
+  stopOnSignals(log, async () => {
     let code = 0
     // The AppView first: it stops taking requests while the dataplane can still answer the
     // ones in flight; then the dataplane drains and commits what its sources applied.
@@ -175,10 +170,8 @@ export async function appviewCommand(config: Config, argv: string[]): Promise<nu
       log.error({ err }, 'dataplane stop failed')
       code = 1
     }
-    process.exit(code)
-  }
-  process.once('SIGTERM', () => void stop('SIGTERM'))
-  process.once('SIGINT', () => void stop('SIGINT'))
+    return code
+  })
   return -1
 }
 

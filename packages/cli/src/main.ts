@@ -8,6 +8,7 @@ import { BACKFILL_USAGE, backfillCommand, UsageError } from './backfill.ts'
 import { ConfigError, readConfig } from './config.ts'
 import { openDatabase } from './database.ts'
 import { PURGE_USAGE, purgeCommand } from './purge.ts'
+import { stopOnSignals } from './signals.ts'
 import { start } from './start.ts'
 
 const USAGE = `usage: openplane <command>
@@ -63,18 +64,10 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'start') {
     const running = await start(config)
-    const stop = async (signal: string) => {
-      logger.info({ signal }, 'stopping')
-      // Bounded: a stop that hangs (a dependency away) must not keep an orchestrator waiting.
-      setTimeout(() => {
-        logger.error({ signal }, 'stop took longer than 30 s; exiting')
-        process.exit(1)
-      }, 30_000).unref()
+    stopOnSignals(logger, async () => {
       await running.stop()
-      process.exit(0)
-    }
-    process.once('SIGTERM', () => void stop('SIGTERM'))
-    process.once('SIGINT', () => void stop('SIGINT'))
+      return 0
+    })
     return -1
   }
   console.error(USAGE)

@@ -1,5 +1,5 @@
 // The bsky.Service server: route modules per proto area behind one Connect router, plus the
-// operational endpoints (/_health, /metrics) on the same port.
+// operational endpoints (/_health, /metrics, …) on the same port or on an ops port of their own.
 import http from 'node:http'
 import type http2 from 'node:http2'
 import type { AddressInfo } from 'node:net'
