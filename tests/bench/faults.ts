@@ -133,6 +133,35 @@ async function timelinePaths(url: string): Promise<string> {
     .join(' ')
 }
 
+/** The dataplane's warnings and errors, counted by message, each with the first error it named. */
+function logSummary(output: string): string {
+  const seen = new Map<string, { n: number; err: string }>()
+  for (const line of output.split('\n')) {
+    if (!line.startsWith('{')) continue
+    try {
+      const entry = JSON.parse(line) as {
+        level?: number
+        msg?: string
+        component?: string
+        err?: string | { message?: string }
+      }
+      if ((entry.level ?? 0) < 40) continue
+      const key = `${entry.component ?? '-'}: ${entry.msg ?? ''}`
+      const err = typeof entry.err === 'string' ? entry.err : (entry.err?.message ?? '')
+      const s = seen.get(key) ?? { n: 0, err }
+      s.n++
+      seen.set(key, s)
+    } catch {
+      // Not a log line.
+    }
+  }
+  return (
+    [...seen]
+      .map(([k, { n, err }]) => `${n}× ${k}${err ? ` (${err.slice(0, 120)})` : ''}`)
+      .join('; ') || 'none'
+  )
+}
+
 const pct = (cpuSeconds: number, seconds: number) => `${((cpuSeconds / seconds) * 100).toFixed(0)}%`
 
 /** Every indexed table of `schema` against the reference: rows lost and rows doubled. */
@@ -240,6 +269,7 @@ async function main(): Promise<void> {
       await sleep(2000)
       const all = await load.stop()
       log(`pg outage: during ${formatTally(during)}; whole phase ${formatTally(all)}`)
+      log(`pg outage: the dataplane logged ${logSummary(ours.output())}`)
       totals.pgUnknown = unexplained(all)
       if (ours.proc.exitCode !== null)
         throw new Error(`the dataplane exited during the outage:\n${ours.output()}`)
@@ -274,6 +304,7 @@ async function main(): Promise<void> {
       const all = await load.stop()
       totals.redisFailed = notOk(all)
       log(`redis outage: reads ${formatTally(all)}`)
+      log(`redis outage: the dataplane logged ${logSummary(ours.output())}`)
       await ours.stop()
       const { lost, doubled } = await compare(reference, schema)
       log(`redis outage: ingest ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
@@ -373,6 +404,7 @@ async function main(): Promise<void> {
       const end = median(samples.filter((s) => s.at >= soakMs - 60_000).map((s) => s.rss))
       totals.rssGrowth = ((end - first) / first) * 100
       totals.soakErrors = notOk(measured)
+      log(`soak: the dataplane logged ${logSummary(ours.output())}`)
       log(`soak: timelines answered ${await timelinePaths(ours.url)}`)
       log(
         `soak: ${(soakMs / 1000).toFixed(0)} s at ${SOAK_READS} reads/s + ${SOAK_INGEST} events/s; rss ${(first / 2 ** 20).toFixed(0)} → ${(end / 2 ** 20).toFixed(0)} MB; reads ${formatTally(measured)} (${elapsed()})`,

@@ -243,9 +243,9 @@ describe('fan-out', () => {
     // Everyone else is served from the store as before: no global recovery.
     expect(t.home.status()).toMatchObject({ ok: true, state: 'serving' })
     expect(await t.home.read(did('xc'), 10, undefined)).toBeDefined()
-    expect(await t.home.read(did('xa'), 10, undefined)).toBeUndefined()
-    // (The rebuild reads Postgres, where these follows are not: here it only materialises.)
-    await t.activate('xa')
+    // A dropped list is built on its next read, which the store then answers. (The rebuild
+    // reads Postgres, where these follows are not: here it only materialises.)
+    expect(await t.home.read(did('xa'), 10, undefined)).toEqual({ items: [], cursor: '' })
     expect(await t.store.isMaterialised(did('xa'))).toBe(true)
     expect(await t.uris('xc')).not.toContain(row.uri)
   })
@@ -263,5 +263,27 @@ describe('fan-out', () => {
     t.store.failEvictions = false
     await t.home.recover()
     expect(t.home.status()).toMatchObject({ ok: true, state: 'serving' })
+  })
+
+  it('a first read builds the timeline once and is answered from it, however many ask at once', async () => {
+    const t = setup()
+    await t.commit(t.follow('fr', 'fs'))
+    const value = async (name: string, labels: Record<string, string>) => {
+      const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name)
+      const v = m?.values.find((x) => Object.entries(labels).every(([k, l]) => x.labels[k] === l))
+      return Number(v?.value ?? 0)
+    }
+    const built = () =>
+      value('openplane_timeline_rebuilds_total', { kind: 'timeline', outcome: 'done' })
+    const fromStore = () => value('openplane_timeline_reads_total', { path: 'store', reason: '' })
+    const cold = () => value('openplane_timeline_reads_total', { path: 'postgres', reason: 'cold' })
+    const [b0, s0, c0] = [await built(), await fromStore(), await cold()]
+    const pages = await Promise.all(
+      Array.from({ length: 5 }, () => t.home.read(did('fr'), 10, undefined)),
+    )
+    expect(pages.every((p) => p !== undefined)).toBe(true)
+    expect(await built()).toBe(b0 + 1)
+    expect(await fromStore()).toBe(s0 + 5)
+    expect(await cold()).toBe(c0)
   })
 })

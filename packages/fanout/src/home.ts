@@ -2,7 +2,7 @@
 // recent items of the celebrities they follow and their own recent items, merged under the
 // stock's page rules. Whenever the store cannot answer exactly (list not materialised, page past
 // a trimmed horizon, Redis unreachable, or writes lost while it was), the caller answers from
-// Postgres instead, and cold lists are rebuilt in the background.
+// Postgres instead. A first read builds the lists it lacks, then reads them.
 import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import { childLogger, throttle } from '@openplane/telemetry'
 import {
@@ -41,6 +41,8 @@ export interface HomePage {
 /** A rebuild in progress; a removal that reaches it may be missed by its Postgres read. */
 interface Rebuild {
   tainted: boolean
+  /** Settles when this refill ends: true if the list is built; callers that asked wait on it. */
+  done: Promise<boolean>
 }
 
 export class HomeTimelines {
@@ -59,6 +61,8 @@ export class HomeTimelines {
   #recovering = false
   #lastError: { message: string; at: string } | undefined
   readonly #staleLog = throttle(10_000)
+  /** Rebuilds fail alike while Postgres is away: one line per 10 s. */
+  readonly #rebuildFailedLog = throttle(10_000)
   /**
    * Ids of readers that may have a timeline in the store (a superset: whatever this process
    * rebuilt, plus the store's activity index at start and at each hibernation pass). Fan-out
@@ -115,14 +119,34 @@ export class HomeTimelines {
     this.#timers.length = 0
   }
 
-  /** One page, or undefined when Postgres must answer it. `limit` is already the stock's size. */
+  /**
+   * One page, or undefined when Postgres must answer it. `limit` is already the stock's size.
+   * A first read builds what is missing (the reader's timeline, author lists) and reads again,
+   * rather than being answered from Postgres while the lists are built beside it: that would
+   * run the fan-in query twice for one read, and a burst of first reads (after a restart, a
+   * flush) would double its cost on Postgres exactly when it is highest.
+   */
   async read(
     reader: string,
     limit: number,
     before: TimeKey | undefined,
   ): Promise<HomePage | undefined> {
-    if (this.#lostWrites !== this.#cleanAt) return miss('recovering')
-    if (Date.now() < this.#readsPausedUntil) return miss('unavailable')
+    for (let round = 0; ; round++) {
+      const got = await this.#readOnce(reader, limit, before)
+      if (!('build' in got)) return got.page
+      // Twice at most: the timeline first, then the lists of the celebrities it follows. A
+      // build that failed (Postgres or the store away) is not retried here: Postgres answers.
+      if (round === 2 || !(await Promise.all(got.build)).every(Boolean)) return miss('cold')
+    }
+  }
+
+  async #readOnce(
+    reader: string,
+    limit: number,
+    before: TimeKey | undefined,
+  ): Promise<{ page: HomePage | undefined } | { build: Promise<boolean>[] }> {
+    if (this.#lostWrites !== this.#cleanAt) return { page: miss('recovering') }
+    if (Date.now() < this.#readsPausedUntil) return { page: miss('unavailable') }
     const opts = { limit: limit + 1, before }
     try {
       // The timeline and the reader's own list first; then the followed celebrities' lists,
@@ -139,10 +163,14 @@ export class HomeTimelines {
         ? await this.store.authorRecent(celebs, { ...opts, atLeast })
         : undefined
       const missing = [...(followed?.missing ?? []), ...own.missing]
-      for (const author of missing) void this.seedAuthor(author)
-      if (!page) void this.rebuild(reader)
-      if (!page || missing.length) return miss('cold')
-      if (!page.complete || !(followed?.complete ?? true) || !own.complete) return miss('trimmed')
+      if (!page || missing.length) {
+        const build = missing.map((author) => this.seedAuthor(author))
+        if (!page) build.push(this.rebuild(reader))
+        return { build }
+      }
+      if (!page.complete || !(followed?.complete ?? true) || !own.complete) {
+        return { page: miss('trimmed') }
+      }
       const merged = mergePages({
         timeline: page.items,
         celebrities: followed?.items ?? [],
@@ -150,17 +178,20 @@ export class HomeTimelines {
         limit,
       })
       reads.inc({ path: 'store', reason: '' })
-      return { items: merged.items.map(feedRowFromItem), cursor: merged.cursor }
+      return { page: { items: merged.items.map(feedRowFromItem), cursor: merged.cursor } }
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
       this.#readFailed(err)
-      return miss('unavailable')
+      return { page: miss('unavailable') }
     }
   }
 
-  /** Rebuilds a reader's timeline from Postgres (no-op while one is under way). */
-  async rebuild(reader: string): Promise<void> {
-    await this.#refill(this.#rebuilding, reader, 'timeline', async (state) => {
+  /**
+   * Rebuilds a reader's timeline from Postgres (a second ask waits for the one under way); true
+   * once the list is built.
+   */
+  rebuild(reader: string): Promise<boolean> {
+    return this.#refill(this.#rebuilding, reader, 'timeline', async (state) => {
       // Marked before the list starts collecting, so no fan-out meanwhile passes it by.
       const [id] = await this.graph.ids.intern([reader])
       this.active.add(id!)
@@ -174,9 +205,9 @@ export class HomeTimelines {
     })
   }
 
-  /** Seeds an author's recent list (celebrity or own items) from Postgres. */
-  async seedAuthor(author: string): Promise<void> {
-    await this.#refill(this.#seeding, author, 'author', async (state) => {
+  /** Seeds an author's recent list (celebrity or own items) from Postgres; true once built. */
+  seedAuthor(author: string): Promise<boolean> {
+    return this.#refill(this.#seeding, author, 'author', async (state) => {
       await this.store.startAuthorRebuild(author)
       const rows = await this.#source.byAuthor(author, this.store.authorTargetLength + 1)
       if (state.tainted) return false
@@ -320,28 +351,38 @@ export class HomeTimelines {
     this.#readsPausedUntil = Date.now() + this.#opts.retryAfterMs
   }
 
-  async #refill(
+  /** One refill per list at a time: a second ask waits for the one under way. */
+  #refill(
     running: Map<string, Rebuild>,
     key: string,
     kind: string,
     work: (state: Rebuild) => Promise<boolean>,
-  ): Promise<void> {
-    if (running.has(key)) return
-    const state: Rebuild = { tainted: false }
+  ): Promise<boolean> {
+    const current = running.get(key)
+    if (current) return current.done
+    const state: Rebuild = { tainted: false, done: Promise.resolve(false) }
     running.set(key, state)
-    try {
-      const ok = await work(state)
-      rebuilds.inc({ kind, outcome: ok ? 'done' : 'restarted' })
-      // A removal raced the Postgres read: drop the list; the next read rebuilds it.
-      if (!ok)
-        await (kind === 'timeline' ? this.store.evict([key]) : this.store.evictAuthors([key]))
-    } catch (err) {
-      rebuilds.inc({ kind, outcome: 'failed' })
-      if (err instanceof TimelineStoreUnavailable) this.writeFailed(err)
-      else log.error({ err, key, kind }, 'timeline rebuild failed')
-    } finally {
-      running.delete(key)
-    }
+    state.done = (async () => {
+      try {
+        const ok = await work(state)
+        rebuilds.inc({ kind, outcome: ok ? 'done' : 'restarted' })
+        // A removal raced the Postgres read: drop the list; the next read rebuilds it.
+        if (!ok)
+          await (kind === 'timeline' ? this.store.evict([key]) : this.store.evictAuthors([key]))
+        return ok
+      } catch (err) {
+        rebuilds.inc({ kind, outcome: 'failed' })
+        if (err instanceof TimelineStoreUnavailable) this.writeFailed(err)
+        else
+          this.#rebuildFailedLog((suppressed) =>
+            log.error({ err, key, kind, suppressed }, 'timeline rebuild failed'),
+          )
+        return false
+      } finally {
+        running.delete(key)
+      }
+    })()
+    return state.done
   }
 }
 
