@@ -50,7 +50,7 @@ export async function start(config: Config): Promise<Running> {
     testHandles: config.testHandles,
   }
   const identity = createIdentity(identityOptions)
-  const fast = config.graph ? await startFanOut(config, db) : undefined
+  const fast = config.graph ? await startFanOut(config, db, reads) : undefined
   const indexers: Indexer[] = []
   let prefetch: IdentityPrefetch | undefined
   let lock: WriterLock | undefined
@@ -199,12 +199,15 @@ async function writerLock(db: Db, embedded: boolean): Promise<WriterLock> {
   return (await takeWriterLock(db, { wait: true, embedded }))!
 }
 
-/** The graph, and the timelines on it when a store is configured. */
-async function startFanOut(config: Config, db: Db) {
+/**
+ * The graph, and the timelines on it when a store is configured. Lists are built from the reads'
+ * pool: a burst of first reads must not take the connections the writer needs.
+ */
+async function startFanOut(config: Config, db: Db, reads: Db) {
   const { graph } = await openGraph(db)
   const source: FeedSource = {
-    followed: (reader, rows) => followedItems(db.db, reader, undefined, rows),
-    byAuthor: (author, rows) => ownItems(db.db, author, undefined, rows),
+    followed: (reader, rows) => followedItems(reads.db, reader, undefined, rows),
+    byAuthor: (author, rows) => ownItems(reads.db, author, undefined, rows),
   }
   const tl = config.timelines
   const store = await openStore(config)
