@@ -162,7 +162,9 @@ function logSummary(output: string): string {
   )
 }
 
-const pct = (cpuSeconds: number, seconds: number) => `${((cpuSeconds / seconds) * 100).toFixed(0)}%`
+/** CPU share over a window; a sum over processes falls when some exit (a backend closing). */
+const pct = (cpuSeconds: number, seconds: number) =>
+  cpuSeconds >= 0 ? `${((cpuSeconds / seconds) * 100).toFixed(0)}%` : 'n/a'
 
 /** Every indexed table of `schema` against the reference: rows lost and rows doubled. */
 async function compare(

@@ -6,10 +6,12 @@
 // decides, in order, what each event does to an actor.
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import { childLogger, counter } from '@openplane/telemetry'
+import { childLogger, counter, throttle } from '@openplane/telemetry'
 import { needsHandleReindex } from './actors.ts'
 import type { WriterDeps } from './writer.ts'
 
+/** Shared by every prefetcher of the process: they fail together. */
+const lookupFailedLog = throttle(10_000)
 const log = childLogger('identity-prefetch')
 const prefetched = counter(
   'openplane_identity_prefetch_total',
@@ -94,8 +96,11 @@ export class IdentityPrefetch {
         this.resolveQueue.push(did)
       }
     } catch (err) {
-      // Only a head start is lost: the writer resolves what it needs itself.
-      log.warn({ err }, 'actor lookup for prefetch failed')
+      // Only a head start is lost: the writer resolves what it needs itself. Repeats while
+      // Postgres is away: one line per 10 s.
+      lookupFailedLog((suppressed) =>
+        log.warn({ err: (err as Error).message, suppressed }, 'actor lookup for prefetch failed'),
+      )
     } finally {
       this.querying = false
     }
