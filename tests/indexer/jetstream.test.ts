@@ -84,18 +84,20 @@ describe('Jetstream vs the firehose', () => {
     expect(bytes['jetstream+zstd']).toBeLessThan(bytes.jetstream!)
   })
 
+  // Jetstream carries no commit CID. Handles do not come from either stream: they are resolved
+  // beside it under a deadline, which a busy machine can miss in one run and not another.
+  const setAside = (t: string) => (t === 'actor' ? ['commitCid', 'handle'] : ['commitCid'])
+
   it.each(INDEXED_TABLES)('%s', async (table) => {
     for (const kind of ['zstd', 'plain'] as const) {
-      const diffs = await tableDiffs(firehose.schema, jetstream[kind].schema, [table], () => [
-        'commitCid',
-      ])
+      const diffs = await tableDiffs(firehose.schema, jetstream[kind].schema, [table], setAside)
       expect(diffs.map((d) => formatTableDiff(d, 'firehose', `jetstream ${kind}`))).toEqual([])
     }
     const diffs = await tableDiffs(
       community.firehose.schema,
       community.jetstream.schema,
       [table],
-      () => ['commitCid'],
+      setAside,
     )
     expect(diffs.map((d) => formatTableDiff(d, 'community, firehose', 'jetstream'))).toEqual([])
   })

@@ -273,8 +273,12 @@ describe('monitoring', () => {
     }
   })
 
-  it('Prometheus scrapes the sim control endpoint', async () => {
-    const prom = await readFile(path.join(root, 'infra/prometheus.yml'), 'utf8')
-    expect(prom).toMatch(/job_name: openplane-sim[\s\S]*targets: \['127\.0\.0\.1:9465'\]/)
+  it('Prometheus scrapes the sim control endpoint, on the host and from the compose stack', async () => {
+    const host = await readFile(path.join(root, 'infra/prometheus-host.yml'), 'utf8')
+    expect(host).toMatch(/job_name: openplane-sim[\s\S]*targets: \['127\.0\.0\.1:9465'\]/)
+    const stack = await readFile(path.join(root, 'infra/prometheus.yml'), 'utf8')
+    expect(stack).toMatch(
+      /job_name: openplane-sim[\s\S]*targets: \['host\.docker\.internal:9465'\]/,
+    )
   })
 })
