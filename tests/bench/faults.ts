@@ -36,7 +36,7 @@ import { CorpusReader, didFor, ReplayServer } from '@openplane/sim'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { tableDiffs, INDEXED_TABLES } from '../harness/indexer.ts'
 import { startPrivatePostgres } from '../harness/private-postgres.ts'
-import { spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
+import { appliedSeq, spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { benchCorpus } from './corpus.ts'
@@ -110,13 +110,6 @@ function spawnOurs(o: Ingest): Promise<Child> {
   })
 }
 
-async function appliedSeq(url: string): Promise<number> {
-  const res = await fetch(`${url}/_health`).catch(() => undefined)
-  const body = (await res?.json().catch(() => undefined)) as
-    { dependencies?: { sources?: { seq?: number }[] } } | undefined
-  return body?.dependencies?.sources?.[0]?.seq ?? -1
-}
-
 /** A fixed draw of READERS users out of 1..users, spread over the ids. */
 function activeReaders(users: number): string[] {
   const n = Math.min(READERS, users)
@@ -187,6 +180,14 @@ async function compare(
   }
 }
 
+/** A phase's ingest against the reference, logged and added to the totals. */
+async function countIngest(phase: string, reference: string, schema: string): Promise<void> {
+  const { lost, doubled } = await compare(reference, schema)
+  log(`${phase}: ingest ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
+  totals.lost += lost
+  totals.doubled += doubled
+}
+
 /** Codes the fault does not explain: anything but ok, unavailable and deadline_exceeded. */
 const unexplained = (t: Tally) =>
   [...t]
@@ -247,10 +248,7 @@ async function main(): Promise<void> {
     await waitForSeq(ours.url, last)
     await ours.stop()
     await replay.close()
-    const { lost, doubled } = await compare(reference, schema)
-    log(`kills: ${totals.kills} kill -9, ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
-    totals.lost += lost
-    totals.doubled += doubled
+    await countIngest(`kills (${totals.kills} kill -9)`, reference, schema)
   }
 
   // 3. Postgres stopped under reads and ingest.
@@ -277,10 +275,7 @@ async function main(): Promise<void> {
         throw new Error(`the dataplane exited during the outage:\n${ours.output()}`)
       await ours.stop()
       await pg.copySchemaTo(schema, PG_URL)
-      const { lost, doubled } = await compare(reference, schema)
-      log(`pg outage: ingest ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
-      totals.lost += lost
-      totals.doubled += doubled
+      await countIngest('pg outage', reference, schema)
     } finally {
       await replay.close()
       await pg.destroy()
@@ -308,10 +303,7 @@ async function main(): Promise<void> {
       log(`redis outage: reads ${formatTally(all)}`)
       log(`redis outage: the dataplane logged ${logSummary(ours.output())}`)
       await ours.stop()
-      const { lost, doubled } = await compare(reference, schema)
-      log(`redis outage: ingest ${lost} rows lost, ${doubled} doubled (${elapsed()})`)
-      totals.lost += lost
-      totals.doubled += doubled
+      await countIngest('redis outage', reference, schema)
     } finally {
       await replay.close()
       await redis.dispose()
@@ -332,12 +324,7 @@ async function main(): Promise<void> {
     await waitForSeq(ours.url, last)
     await ours.stop()
     await replay.close()
-    const { lost, doubled } = await compare(reference, schema)
-    log(
-      `drops: ${dropped} connections cut in ${DROPS} drops; ${lost} rows lost, ${doubled} doubled (${elapsed()})`,
-    )
-    totals.lost += lost
-    totals.doubled += doubled
+    await countIngest(`drops (${dropped} connections cut in ${DROPS} drops)`, reference, schema)
   }
   await corpus.close()
 

@@ -10,7 +10,7 @@ import { recordTestCorpus, type TestCorpus } from '../harness/corpus.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { diffSchemas, INDEXED_TABLES, startIndexerOn, type OurIndexer } from '../harness/indexer.ts'
 import { startPrivatePostgres, type PrivatePostgres } from '../harness/private-postgres.ts'
-import { spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
+import { appliedSeq, spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -73,13 +73,7 @@ describe('Postgres restarted under reads and ingest', () => {
     })()
 
     const lastSeq = corpus.seqAt(corpus.frames - 1)
-    const appliedSeq = async () => {
-      const res = await fetch(`${dataplane!.url}/_health`).catch(() => undefined)
-      const body = (await res?.json().catch(() => undefined)) as
-        { dependencies: { sources: { seq?: number }[] } } | undefined
-      return body?.dependencies.sources[0]?.seq ?? -1
-    }
-    while ((await appliedSeq()) < lastSeq / 4) await sleep(50)
+    while ((await appliedSeq(dataplane.url)) < lastSeq / 4) await sleep(50)
 
     await pg!.stop('fast')
     await sleep(3000)

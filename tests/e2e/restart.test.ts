@@ -8,16 +8,9 @@ import {
   startOurIndexer,
   type OurIndexer,
 } from '../harness/indexer.ts'
-import { spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
+import { appliedSeq, spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
 import { seedBasic, type Did } from '../harness/seed.ts'
 import { dropSchemas, startStockNetwork, type StockNetwork } from '../harness/stock-network.ts'
-
-async function appliedSeq(url: string): Promise<number> {
-  const res = await fetch(`${url}/_health`).catch(() => undefined)
-  if (!res?.ok) return -1
-  const body = (await res.json()) as { dependencies: { sources: { seq?: number }[] } }
-  return body.dependencies.sources[0]?.seq ?? -1
-}
 
 describe('restart after kill -9', () => {
   let net: StockNetwork

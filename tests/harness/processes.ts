@@ -98,6 +98,17 @@ export async function spawnDataplane(opts: DataplaneEnv): Promise<Child> {
   )
 }
 
+/**
+ * The last seq the dataplane's first source committed, from its health report (-1 while it has
+ * none, or does not answer: it may be starting, or just killed).
+ */
+export async function appliedSeq(dataplaneUrl: string): Promise<number> {
+  const res = await fetch(`${dataplaneUrl}/_health`).catch(() => undefined)
+  const body = (await res?.json().catch(() => undefined)) as
+    { dependencies?: { sources?: { seq?: number }[] } } | undefined
+  return body?.dependencies?.sources?.[0]?.seq ?? -1
+}
+
 /** Waits until the dataplane has applied every firehose event up to `seq`. */
 export async function waitForSeq(dataplaneUrl: string, seq: number): Promise<void> {
   const res = await fetch(`${dataplaneUrl}/_wait?seq=${seq}&timeoutMs=60000`)

@@ -87,13 +87,18 @@ export class StreamSource {
       this.opts.onFrame(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
       if (this.opts.isFull()) ws.pause()
     })
+    let failed = false
     ws.on('error', (err) => {
+      failed = true
       log.warn({ err: err.message, url: url.origin }, 'stream error')
       this.opts.onError?.(err.message)
     })
     ws.on('close', (code) => {
       this.opts.onConnectionChange?.(false)
-      if (!this.stopped && code !== 1000) this.opts.onError?.(`stream closed (code ${code})`)
+      // An error already said why; otherwise the close code is all there is.
+      if (!this.stopped && !failed && code !== 1000) {
+        this.opts.onError?.(`stream closed (code ${code})`)
+      }
       if (this.ws === ws) this.retry(code)
     })
   }

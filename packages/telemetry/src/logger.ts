@@ -24,13 +24,13 @@ function destination(): pino.DestinationStream | undefined {
   })
 }
 
-export const logger: Logger = pino(
-  {
-    level: process.env.LOG_LEVEL ?? (process.env.VITEST ? 'silent' : 'info'),
-    base: { service: 'openplane' },
-  },
-  destination() ?? process.stdout,
-)
+const options = {
+  level: process.env.LOG_LEVEL ?? (process.env.VITEST ? 'silent' : 'info'),
+  base: { service: 'openplane' },
+}
+const readable = destination()
+// JSON goes through pino's own stdout destination, as it always has.
+export const logger: Logger = readable ? pino(options, readable) : pino(options)
 
 export function childLogger(component: string): Logger {
   return logger.child({ component })
