@@ -42,7 +42,9 @@ describe('RedisTimelineStore on one Redis', () => {
     const someReaders = () => readers.filter(() => rand() < 0.5)
     const cursor = () =>
       rand() < 0.5 || !seen.length ? undefined : decodeTimeKey(cursorOf(pick(seen)))
-    const ops: [string, (s: TimelineStore) => Promise<unknown>][] = []
+    const ops: [string, (s: TimelineStore, store: number) => Promise<unknown>][] = []
+    // Each store's rebuild tokens, by reader: tokens differ, what they allow must not.
+    const tokens = [new Map<string, string>(), new Map<string, string>()]
     for (let i = 0; i < 400; i++) {
       const r = rand()
       if (r < 0.35) {
@@ -52,9 +54,22 @@ describe('RedisTimelineStore on one Redis', () => {
         const [rd, xs] = [pick(readers), seen.filter(() => rand() < 0.3)]
         const complete = rand() < 0.5 || !xs.length
         ops.push(['materialise', (s) => s.materialise(rd, xs, { complete })])
+      } else if (r < 0.415) {
+        const [rd, xs] = [pick(readers), seen.filter(() => rand() < 0.3)]
+        ops.push([
+          'materialise with the rebuild token',
+          (s, i) => s.materialise(rd, xs, { complete: true, token: tokens[i]!.get(rd) ?? 'none' }),
+        ])
       } else if (r < 0.43) {
         const rd = pick(readers)
-        ops.push(['startRebuild', (s) => s.startRebuild(rd)])
+        ops.push([
+          'startRebuild',
+          async (s, i) => {
+            const token = await s.startRebuild(rd)
+            if (token) tokens[i]!.set(rd, token)
+            return token ? 'started' : 'busy'
+          },
+        ])
       } else if (r < 0.48 && seen.length) {
         const [rs, x] = [someReaders(), pick(seen)]
         const target = rand() < 0.5 ? (x.repost ?? x.uri) : x
@@ -87,7 +102,7 @@ describe('RedisTimelineStore on one Redis', () => {
     }
     const answers: unknown[] = []
     for (const [i, [name, op]] of ops.entries()) {
-      const [mem, red] = [await op(stores[0]!), await op(stores[1]!)]
+      const [mem, red] = [await op(stores[0]!, 0), await op(stores[1]!, 1)]
       expect(red, `op ${i}: ${name}`).toEqual(mem)
       answers.push(mem)
     }

@@ -34,7 +34,10 @@ export interface Config {
   batchWaitMs: number
   /** How often the indexer reads each source's live head, for lag in events (0: never). */
   headProbeMs: number
-  /** Keep the follow graph in memory (needs the indexer in this process to stay current). */
+  /**
+   * Keep the follow graph in memory: current from the indexer in this process, or (a server
+   * without the indexer) from the change feed the indexer appends to in Redis.
+   */
   graph: boolean
   timelines: TimelinesConfig
   backfill: BackfillConfig
@@ -89,6 +92,8 @@ export interface TimelinesConfig {
   redisNodes: { host: string; port: number }[]
   redisCluster: boolean
   redisPrefix: string
+  /** Entries the graph change feed keeps (a server further behind reloads its graph). */
+  graphFeedLength: number
   targetLength: number
   authorTargetLength: number
   /** Followers at which an author's posts are merged at read time instead of fanned out. */
@@ -238,12 +243,17 @@ function bsync(env: Env, indexer: boolean): BsyncConfig | undefined {
   }
 }
 
-function timelines(env: Env, withGraph: boolean): TimelinesConfig {
+function timelineStore(env: Env): TimelinesConfig['store'] {
   const explicit = env.DATAPLANE_TIMELINES?.trim().toLowerCase()
   const store = explicit || (env.DATAPLANE_REDIS_NODES?.trim() ? 'redis' : 'memory')
   if (store !== 'redis' && store !== 'memory' && store !== 'off') {
     throw new ConfigError(`DATAPLANE_TIMELINES must be redis, memory or off, got "${explicit}"`)
   }
+  return store
+}
+
+function timelines(env: Env, withGraph: boolean): TimelinesConfig {
+  const store = timelineStore(env)
   const prefix = str(env, 'DATAPLANE_REDIS_PREFIX', 'openplane:tl:')
   if (/[{}\s]/.test(prefix)) {
     throw new ConfigError(
@@ -256,6 +266,7 @@ function timelines(env: Env, withGraph: boolean): TimelinesConfig {
     redisNodes: redisNodes(env, 'DATAPLANE_REDIS_NODES'),
     redisCluster: bool(env, 'DATAPLANE_REDIS_CLUSTER', false),
     redisPrefix: prefix,
+    graphFeedLength: int(env, 'DATAPLANE_GRAPH_FEED_LENGTH', 1_000_000, 1000, 100_000_000),
     targetLength: int(env, 'DATAPLANE_TIMELINE_LENGTH', 500, 10, 100_000),
     authorTargetLength: int(env, 'DATAPLANE_AUTHOR_TIMELINE_LENGTH', 500, 10, 100_000),
     celebrityFollowers: limit(env, 'DATAPLANE_CELEBRITY_FOLLOWERS', 10_000),
@@ -295,7 +306,11 @@ export function readConfig(env: Env = process.env): Config {
     ])
   }
   const indexer = bool(env, 'DATAPLANE_INDEXER', true)
-  const graph = indexer && bool(env, 'DATAPLANE_GRAPH', true)
+  // A server without the indexer keeps its graph current from the feed in Redis: it needs the
+  // Redis store (and the Postgres the indexer writes) to have one at all.
+  const graph =
+    bool(env, 'DATAPLANE_GRAPH', true) &&
+    (indexer || (timelineStore(env) === 'redis' && !!env.DB_POSTGRES_URL?.trim()))
   const testPds = url(env, 'DATAPLANE_TEST_HANDLE_PDS_URL', undefined, ['http:', 'https:'])
   return {
     host: str(env, 'DATAPLANE_HOST', '127.0.0.1'),

@@ -6,7 +6,7 @@
 import { sql } from 'kysely'
 import type { Db } from '@openplane/db'
 import type { BsyncConsumer } from '@openplane/bsync'
-import type { HomeTimelines } from '@openplane/fanout'
+import type { GraphFollower, HomeTimelines } from '@openplane/fanout'
 import type { Indexer } from '@openplane/ingest'
 import type { LabelConsumer } from '@openplane/labels'
 import type { Community } from '@openplane/community'
@@ -15,6 +15,8 @@ import type { HealthReport } from '@openplane/server'
 export interface HealthParts {
   reads: Db
   home?: HomeTimelines
+  /** A server without the indexer: its graph's feed. */
+  graphFeed?: GraphFollower
   indexers: Indexer[]
   community?: Community
   bsync?: BsyncConsumer
@@ -40,6 +42,7 @@ export async function healthReport(parts: HealthParts): Promise<HealthReport> {
     dependencies: {
       postgres,
       ...(parts.home ? { timelineStore: parts.home.status() } : {}),
+      ...(parts.graphFeed ? { graphFeed: parts.graphFeed.status() } : {}),
       ...(sources.length ? { sources } : {}),
       ...(bsync
         ? {

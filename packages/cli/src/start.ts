@@ -4,11 +4,15 @@ import type { Db } from '@openplane/db'
 import {
   Celebrities,
   FanOut,
+  GraphFeedReader,
+  GraphFeedWriter,
+  GraphFollower,
   HomeTimelines,
   openGraph,
   snapshotGraph,
   type FeedSource,
 } from '@openplane/fanout'
+import { Graph } from '@openplane/graph'
 import { createIdentity } from '@openplane/identity'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
 import { BsyncConsumer } from '@openplane/bsync'
@@ -24,6 +28,7 @@ import {
   RedisTimelineStore,
   TimelineStoreUnavailable,
   waitForRedis,
+  type RedisClient,
   type TimelineStore,
 } from '@openplane/timelines'
 import type { Config } from './config.ts'
@@ -50,7 +55,11 @@ export async function start(config: Config): Promise<Running> {
     testHandles: config.testHandles,
   }
   const identity = createIdentity(identityOptions)
-  const fast = config.graph ? await startFanOut(config, db, reads) : undefined
+  const fast = !config.graph
+    ? undefined
+    : config.indexer
+      ? await startFanOut(config, db, reads)
+      : await startFollower(config, db, reads)
   const indexers: Indexer[] = []
   let prefetch: IdentityPrefetch | undefined
   let lock: WriterLock | undefined
@@ -65,7 +74,7 @@ export async function start(config: Config): Promise<Running> {
     // A community deployment indexes its accounts only, and asks for a backfill of each one new.
     community = config.community ? await Community.open(db.db, config.community, true) : undefined
     const writer = new Writer(db.db, deps, { scope: community })
-    if (fast) writer.onCommitted(fast.fanout.onCommitted)
+    if (fast?.fanout) writer.onCommitted(fast.fanout.onCommitted)
     if (config.backfill.concurrency === 0) {
       writer.onOutOfSync((dids) =>
         log.warn(
@@ -144,9 +153,28 @@ export async function start(config: Config): Promise<Running> {
     tls: config.tls
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }
       : undefined,
-    ctx: { db: reads.db, identity, graph: fast?.graph, timelines: fast?.home },
+    ctx: {
+      db: reads.db,
+      identity,
+      // A server following the feed uses its graph once loaded; Postgres answers until then.
+      get graph() {
+        return fast && (fast.follower?.ready ?? true) ? fast.graph : undefined
+      },
+      get timelines() {
+        return fast && (fast.follower?.ready ?? true) ? fast.home : undefined
+      },
+    },
     // /_ready for an orchestrator's readiness probe (/_live only says the process runs).
-    health: () => healthReport({ reads, home: fast?.home, indexers, community, bsync, labels }),
+    health: () =>
+      healthReport({
+        reads,
+        home: fast?.home,
+        graphFeed: fast?.follower,
+        indexers,
+        community,
+        bsync,
+        labels,
+      }),
     control: {
       // Lets tests and operators wait until a firehose seq (fan-out included) and bsync
       // operations are applied.
@@ -160,10 +188,13 @@ export async function start(config: Config): Promise<Running> {
           await labels.waitFor(seqs)
         }
         if (seq === undefined) return
+        // A server without the indexer: caught up with the graph feed as it stands now (wait on
+        // the indexer's server first for the seq itself).
+        if (fast?.follower) return fast.follower.caughtUp()
         const indexer = indexers.find((i) => i.state().source === source) ?? indexers[0]
         if (!indexer) throw new Error('no indexer is running')
         await indexer.waitFor(seq)
-        await fast?.fanout.idle()
+        await fast?.fanout?.idle()
       },
     },
   })
@@ -205,18 +236,18 @@ async function writerLock(db: Db, embedded: boolean): Promise<WriterLock> {
  */
 async function startFanOut(config: Config, db: Db, reads: Db) {
   const { graph } = await openGraph(db)
-  const source: FeedSource = {
-    followed: (reader, rows) => followedItems(reads.db, reader, undefined, rows),
-    byAuthor: (author, rows) => ownItems(reads.db, author, undefined, rows),
-  }
+  const source = feedSource(reads)
   const tl = config.timelines
   const store = await openStore(config)
-  const home = store
-    ? new HomeTimelines(store, graph, new Celebrities(graph, tl.celebrityFollowers), source, {
-        activeWindowMs: tl.activeWindowMs,
-      })
-    : undefined
-  const fanout = new FanOut(graph, home, source, { lossyFollowLimit: tl.lossyFollowLimit })
+  const home = store ? homeTimelines(config, store, graph, source) : undefined
+  // Servers without the indexer follow the graph through this feed.
+  const feedClient = tl.store === 'redis' ? redisClient(config) : undefined
+  const feed = feedClient ? new GraphFeedWriter(feedClient, feedOptions(config)) : undefined
+  await feed?.open()
+  const fanout = new FanOut(graph, home, source, {
+    lossyFollowLimit: tl.lossyFollowLimit,
+    feed,
+  })
   if (home) {
     // Timelines an earlier process left in Redis must keep receiving fan-out; if Redis cannot
     // say which exist, treat them as stale: they are dropped once it answers.
@@ -230,16 +261,81 @@ async function startFanOut(config: Config, db: Db, reads: Db) {
     graph,
     home,
     fanout,
+    follower: undefined,
     async stop() {
       home?.stopMaintenance()
-      await fanout.idle()
+      await fanout.close()
       // A clean stop leaves a snapshot the next start can begin from.
       await snapshotGraph(db, graph, fanout.applied).catch((err: unknown) =>
         log.warn({ err }, 'graph snapshot failed'),
       )
       await store?.close()
+      feedClient?.disconnect()
     },
   }
+}
+
+/**
+ * A server without the indexer: its graph loaded from Postgres and kept current from the feed,
+ * and the same timelines in Redis as the indexer's server (rebuilds and hibernation shared
+ * through the store). Until the graph is loaded, Postgres answers everything.
+ */
+async function startFollower(config: Config, db: Db, reads: Db) {
+  const graph = Graph.create(db)
+  const celebrities = new Celebrities(graph, config.timelines.celebrityFollowers)
+  const store = await openStore(config)
+  const home = store
+    ? homeTimelines(config, store, graph, feedSource(reads), celebrities)
+    : undefined
+  const follower = new GraphFollower({
+    db,
+    graph,
+    celebrities,
+    // Its own connection: it blocks waiting for entries, longer than a store command may take.
+    feed: new GraphFeedReader(redisClient(config, 10_000), feedOptions(config)),
+  })
+  // Serving starts at once: Postgres answers until the graph is loaded.
+  void follower.start().then(() => home?.startMaintenance())
+  return {
+    graph,
+    home,
+    fanout: undefined,
+    follower,
+    async stop() {
+      home?.stopMaintenance()
+      await follower.stop()
+      await store?.close()
+    },
+  }
+}
+
+function feedSource(reads: Db): FeedSource {
+  return {
+    followed: (reader, rows) => followedItems(reads.db, reader, undefined, rows),
+    byAuthor: (author, rows) => ownItems(reads.db, author, undefined, rows),
+  }
+}
+
+function homeTimelines(
+  config: Config,
+  store: TimelineStore,
+  graph: Graph,
+  source: FeedSource,
+  celebrities = new Celebrities(graph, config.timelines.celebrityFollowers),
+): HomeTimelines {
+  return new HomeTimelines(store, graph, celebrities, source, {
+    activeWindowMs: config.timelines.activeWindowMs,
+  })
+}
+
+function feedOptions(config: Config) {
+  const tl = config.timelines
+  return { key: `${tl.redisPrefix}graph`, maxLength: tl.graphFeedLength }
+}
+
+function redisClient(config: Config, commandTimeoutMs?: number): RedisClient {
+  const tl = config.timelines
+  return createRedisClient({ nodes: tl.redisNodes, cluster: tl.redisCluster, commandTimeoutMs })
 }
 
 async function openStore(config: Config): Promise<TimelineStore | undefined> {
@@ -247,7 +343,7 @@ async function openStore(config: Config): Promise<TimelineStore | undefined> {
   const lengths = { targetLength: tl.targetLength, authorTargetLength: tl.authorTargetLength }
   if (tl.store === 'memory') return new MemoryTimelineStore(lengths)
   if (tl.store === 'off') return undefined
-  const client = createRedisClient({ nodes: tl.redisNodes, cluster: tl.redisCluster })
+  const client = redisClient(config)
   // Start without Redis if need be (reads go to Postgres until it answers), but give it a moment.
   await waitForRedis(client, 5000).catch(() =>
     log.warn({ nodes: tl.redisNodes }, 'redis not reachable yet; serving timelines from Postgres'),

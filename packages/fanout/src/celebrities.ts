@@ -12,9 +12,16 @@ export class Celebrities {
   constructor(graph: Graph, threshold: number) {
     this.#graph = graph
     this.threshold = threshold
-    if (Number.isFinite(threshold)) {
+    this.recount()
+  }
+
+  /** Finds them all again (after the graph was reloaded). */
+  recount(): void {
+    this.bitmap.clear()
+    if (Number.isFinite(this.threshold)) {
+      const graph = this.#graph
       for (let id = 1; id <= graph.ids.highWater; id++) {
-        if (graph.followerCount(id) >= threshold) this.bitmap.add(id)
+        if (graph.followerCount(id) >= this.threshold) this.bitmap.add(id)
       }
     }
     celebrityCount.set(this.bitmap.size)

@@ -6,6 +6,7 @@ import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import type { Change, FeedItemValues } from '@openplane/ingest'
 import { childLogger } from '@openplane/telemetry'
 import { itemFromFeedRow, lossyKeep, TimelineStoreUnavailable } from '@openplane/timelines'
+import type { GraphFeedWriter, GraphOp } from './graph-feed.ts'
 import type { HomeTimelines, StaleLists } from './home.ts'
 import {
   fanoutItems,
@@ -24,6 +25,8 @@ export interface FanOutOptions {
   lossyFollowLimit: number
   /** Draws for the lossy rule, in [0, 1). */
   random?: () => number
+  /** Where other servers learn of follow changes (their graphs follow it). */
+  feed?: GraphFeedWriter
 }
 
 type FollowRow = Extract<Change, { table: 'follow' }>['row']
@@ -32,7 +35,10 @@ export class FanOut {
   readonly #graph: Graph
   readonly #home: HomeTimelines | undefined
   readonly #source: FeedSource
-  readonly #opts: Required<FanOutOptions>
+  readonly #opts: Required<Omit<FanOutOptions, 'feed'>>
+  readonly #feed: GraphFeedWriter | undefined
+  /** This batch's follow changes, for the feed. */
+  #ops: GraphOp[] = []
   #tail: Promise<void> = Promise.resolve()
   #queued = 0
   /** The last committed position applied, per firehose source. */
@@ -48,7 +54,9 @@ export class FanOut {
     this.#graph = graph
     this.#home = home
     this.#source = source
-    this.#opts = { random: Math.random, ...opts }
+    const { feed, ...rest } = opts
+    this.#opts = { random: Math.random, ...rest }
+    this.#feed = feed
     graphEdges.set(graph.edgeCount)
   }
 
@@ -78,6 +86,9 @@ export class FanOut {
   async #apply(changes: Change[]): Promise<void> {
     if (!changes.length) return
     const end = fanoutSeconds.startTimer()
+    // Readers whose rebuild started (in any server) before this batch get its writes.
+    await this.#home?.syncActive()
+    this.#ops = []
     for (let i = 0; i < changes.length; i++) {
       const c = changes[i]!
       // List items matter to a community's membership, not to timelines.
@@ -98,13 +109,21 @@ export class FanOut {
       }
     }
     graphEdges.set(this.#graph.edgeCount)
+    await this.#feed?.append(this.#ops)
     end()
+  }
+
+  /** After the last batch of a clean stop: the feed's chain may continue at the next start. */
+  async close(): Promise<void> {
+    await this.idle()
+    await this.#feed?.close()
   }
 
   async #follow(rows: FollowRow[]): Promise<void> {
     await retrying('intern follow DIDs', () =>
       this.#graph.addFollows(rows.map((r) => [r.creator, r.subjectDid])),
     )
+    for (const r of rows) this.#op('+', r.creator, r.subjectDid)
     const home = this.#home
     for (const { creator, subjectDid } of rows) {
       const change = home?.celebrities.update(subjectDid)
@@ -126,10 +145,10 @@ export class FanOut {
 
   async #unfollow(row: FollowRow): Promise<void> {
     this.#graph.removeFollow(row.creator, row.subjectDid)
+    this.#op('-', row.creator, row.subjectDid)
     const home = this.#home
     if (!home) return
     const change = home.celebrities.update(row.subjectDid)
-    home.taintReaders((r) => r === row.creator)
     const spread = change === 'left' ? this.#readers(row.subjectDid, false) : []
     await this.#write(
       async () => {
@@ -167,8 +186,6 @@ export class FanOut {
     if (!home) return
     const item = itemFromFeedRow(row)
     const author = row.originatorDid
-    home.taintAuthor(author)
-    home.taintReaders((r) => this.#graph.isFollowing(r, author))
     // Followers are asked even for a celebrity: the item may predate its celebrity.
     const readers = this.#readers(author, false)
     await this.#write(
@@ -178,6 +195,15 @@ export class FanOut {
       },
       { readers, authors: [author] },
     )
+  }
+
+  /** Records a follow change for the feed (an unknown DID has no edge anywhere: nothing to say). */
+  #op(op: '+' | '-', actorDid: string, subjectDid: string): void {
+    if (!this.#feed) return
+    const actor = this.#graph.ids.id(actorDid)
+    const subject = this.#graph.ids.id(subjectDid)
+    if (actor === undefined || subject === undefined) return
+    this.#ops.push({ op, actor, subject, actorDid, subjectDid })
   }
 
   /** An author fell below the threshold: its recent items now live in followers' timelines. */

@@ -31,6 +31,8 @@ export interface HomeOptions {
   activeWindowMs: number
   /** After a failed read, go straight to Postgres for this long before trying the store again. */
   retryAfterMs?: number
+  /** How long a first read waits for another process's rebuild of its list before Postgres answers. */
+  awaitOtherMs?: number
 }
 
 export interface HomePage {
@@ -38,11 +40,21 @@ export interface HomePage {
   cursor: string
 }
 
-/** A rebuild in progress; a removal that reaches it may be missed by its Postgres read. */
+/** A refill in progress in this process; callers that ask meanwhile wait on it. */
 interface Rebuild {
-  tainted: boolean
-  /** Settles when this refill ends: true if the list is built; callers that asked wait on it. */
+  /** Settles when this refill ends: true if the list is built. */
   done: Promise<boolean>
+}
+
+/** How a refill's steps touch one kind of list in the store. */
+interface ListKind {
+  name: 'timeline' | 'author'
+  start(key: string): Promise<string | undefined>
+  materialise(key: string, rows: FeedRow[], complete: boolean, token: string): Promise<boolean>
+  abandon(key: string, token: string): Promise<void>
+  /** Ready to read: used while waiting for another process's refill. */
+  ready(key: string): Promise<boolean>
+  read(key: string, rows: number): Promise<FeedRow[]>
 }
 
 export class HomeTimelines {
@@ -72,6 +84,8 @@ export class HomeTimelines {
   #activeLoadedAt = 0
   /** Readers marked active while the activity index is re-read: the re-read must keep them. */
   #markedDuringRefresh: number[] | undefined
+  /** Where this process stands in the store's activation log (the fan-out writer reads it). */
+  #activationsAt: string | undefined
   /** When this process last recorded each reader's activity: at most once a minute (or a tenth
    * of the window), since activity only needs that precision against the window. */
   #touched = new Map<string, number>()
@@ -87,14 +101,19 @@ export class HomeTimelines {
     this.graph = graph
     this.celebrities = celebrities
     this.#source = source
-    this.#opts = { retryAfterMs: 1000, ...opts }
+    this.#opts = { retryAfterMs: 1000, awaitOtherMs: 5000, ...opts }
     storeHealthy.set(1)
   }
 
-  /** Reads the store's activity index into `active` (at start; Redis may hold earlier timelines). */
+  /**
+   * Reads the store's activity index into `active` (at start; Redis may hold earlier timelines),
+   * and notes where the activation log stands: activations after it are read by `syncActive`.
+   */
   async loadActive(): Promise<void> {
     this.#markedDuringRefresh = []
     try {
+      const at = await this.store.activations(undefined)
+      this.#activationsAt = at.next
       const readers = await this.store.activeSince(0)
       const ids = await this.graph.ids.intern(readers)
       const next = new RoaringBitmap32(ids)
@@ -107,11 +126,40 @@ export class HomeTimelines {
     }
   }
 
+  /**
+   * Adds the readers whose rebuild started since the last call (in any process sharing the
+   * store) to `active`. The fan-out writer calls it before each batch: a rebuild that started
+   * before then gets the batch's writes, one that starts after reads the batch from Postgres. If
+   * the log cannot be read, writes may miss a rebuilding list: every list is treated as stale.
+   */
+  async syncActive(): Promise<void> {
+    if (this.#activationsAt === undefined) return
+    try {
+      const got = await this.store.activations(this.#activationsAt)
+      if (got.gap) {
+        await this.loadActive()
+        return
+      }
+      if (got.readers.length) {
+        const ids = await this.graph.ids.intern(got.readers)
+        this.active.addMany(ids)
+        this.#markedDuringRefresh?.push(...ids)
+      }
+      this.#activationsAt = got.next
+    } catch (err) {
+      if (!(err instanceof TimelineStoreUnavailable)) throw err
+      this.writeFailed(err)
+    }
+  }
+
   /** Starts hibernation (evicting inactive readers) and recovery after lost writes. */
   startMaintenance(): void {
-    const every = Math.max(1000, Math.min(60_000, Math.floor(this.#opts.activeWindowMs / 4)))
-    this.#timers.push(setInterval(() => void this.hibernate(), every).unref())
+    this.#timers.push(setInterval(() => void this.hibernate(), this.#hibernateEvery()).unref())
     this.#timers.push(setInterval(() => void this.recover(), 1000).unref())
+  }
+
+  #hibernateEvery(): number {
+    return Math.max(1000, Math.min(60_000, Math.floor(this.#opts.activeWindowMs / 4)))
   }
 
   stopMaintenance(): void {
@@ -187,49 +235,49 @@ export class HomeTimelines {
   }
 
   /**
-   * Rebuilds a reader's timeline from Postgres (a second ask waits for the one under way); true
-   * once the list is built.
+   * Rebuilds a reader's timeline from Postgres; true once the list is built. A second ask waits
+   * for the rebuild under way, here or (through the store's lease) in another process.
    */
   rebuild(reader: string): Promise<boolean> {
-    return this.#refill(this.#rebuilding, reader, 'timeline', async (state) => {
-      // Marked before the list starts collecting, so no fan-out meanwhile passes it by.
-      const [id] = await this.graph.ids.intern([reader])
-      this.active.add(id!)
-      this.#markedDuringRefresh?.push(id!)
-      await this.store.startRebuild(reader)
-      const rows = await this.#source.followed(reader, this.store.targetLength + 1)
-      if (state.tainted) return false
-      const complete = rows.length <= this.store.targetLength
-      await this.store.materialise(reader, rows.map(itemFromFeedRow), { complete })
-      return !state.tainted
-    })
+    return this.#refill(this.#rebuilding, reader, this.#timelineKind)
   }
 
   /** Seeds an author's recent list (celebrity or own items) from Postgres; true once built. */
   seedAuthor(author: string): Promise<boolean> {
-    return this.#refill(this.#seeding, author, 'author', async (state) => {
-      await this.store.startAuthorRebuild(author)
-      const rows = await this.#source.byAuthor(author, this.store.authorTargetLength + 1)
-      if (state.tainted) return false
-      const complete = rows.length <= this.store.authorTargetLength
-      await this.store.materialiseAuthor(author, rows.map(itemFromFeedRow), { complete })
-      return !state.tainted
-    })
+    return this.#refill(this.#seeding, author, this.#authorKind)
   }
 
-  /** Whether a reader's timeline should receive backfill: materialised, or being rebuilt. */
+  readonly #timelineKind: ListKind = {
+    name: 'timeline',
+    start: async (reader) => {
+      // This process's fan-out (if it runs one) includes the reader at once; others learn of it
+      // from the store's activation log, which startRebuild appends to.
+      const [id] = await this.graph.ids.intern([reader])
+      this.active.add(id!)
+      this.#markedDuringRefresh?.push(id!)
+      return this.store.startRebuild(reader)
+    },
+    materialise: (reader, rows, complete, token) =>
+      this.store.materialise(reader, rows.map(itemFromFeedRow), { complete, token }),
+    abandon: (reader, token) => this.store.abandonRebuild(reader, token),
+    ready: (reader) => this.store.isMaterialised(reader),
+    read: (reader, rows) => this.#source.followed(reader, rows),
+  }
+
+  readonly #authorKind: ListKind = {
+    name: 'author',
+    start: (author) => this.store.startAuthorRebuild(author),
+    materialise: (author, rows, complete, token) =>
+      this.store.materialiseAuthor(author, rows.map(itemFromFeedRow), { complete, token }),
+    abandon: (author, token) => this.store.abandonAuthorRebuild(author, token),
+    ready: async (author) =>
+      (await this.store.authorRecent([author], { limit: 1 })).missing.length === 0,
+    read: (author, rows) => this.#source.byAuthor(author, rows),
+  }
+
+  /** Whether a reader's timeline takes fan-out writes: materialised, or being rebuilt. */
   async hasTimeline(reader: string): Promise<boolean> {
-    return this.#rebuilding.has(reader) || (await this.store.isMaterialised(reader))
-  }
-
-  /** Rebuilds in progress for these readers (or whom `match` picks) must start over. */
-  taintReaders(match: (reader: string) => boolean): void {
-    for (const [reader, state] of this.#rebuilding) if (match(reader)) state.tainted = true
-  }
-
-  taintAuthor(author: string): void {
-    const state = this.#seeding.get(author)
-    if (state) state.tainted = true
+    return this.#rebuilding.has(reader) || (await this.store.hasList(reader))
   }
 
   /**
@@ -262,14 +310,12 @@ export class HomeTimelines {
   /**
    * A fan-out write failed (often only slow: the store answered after its deadline) and these are
    * the lists it may have missed. Dropping just them keeps every other timeline serving; each
-   * dropped one rebuilds on its next read, and a rebuild under way restarts. The drop is sent
+   * dropped one rebuilds on its next read, and a rebuild under way is cancelled. The drop is sent
    * after the failed write on the same connections, so it lands after it. Only when the drop
    * fails too (the store is really away) are all lists treated as stale.
    */
   async dropStale(lists: StaleLists, err: TimelineStoreUnavailable): Promise<void> {
     const readers = new Set(lists.readers)
-    this.taintReaders((r) => readers.has(r))
-    for (const author of lists.authors) this.taintAuthor(author)
     try {
       if (readers.size) await this.store.evict([...readers])
       if (lists.authors.length) await this.store.evictAuthors(lists.authors)
@@ -318,14 +364,23 @@ export class HomeTimelines {
     }
   }
 
-  /** Drops the timelines of readers inactive for the window. */
+  /**
+   * Drops the timelines of readers inactive for the window. Of the processes sharing the store,
+   * the one holding this period's lease does it (the others would scan the index for nothing).
+   */
   async hibernate(now = Date.now()): Promise<number> {
     try {
-      const n = await this.store.evictInactive(now - this.#opts.activeWindowMs)
+      const every = this.#hibernateEvery()
+      const n = (await this.store.tryLease('hibernate', every - 100))
+        ? await this.store.evictInactive(now - this.#opts.activeWindowMs)
+        : 0
       evicted.inc(n)
-      // Forget the evicted now and then (the index lists exactly the readers kept): until then
-      // they only cost fan-out a check each, and re-reading a large index often would cost more.
-      if (n > 0 && now - this.#activeLoadedAt > ACTIVE_RELOAD_MS) await this.loadActive()
+      // Forget the evicted now and then (the index lists exactly the readers kept; another
+      // process may have evicted them): until then they only cost fan-out a check each, and
+      // re-reading a large index often would cost more.
+      if (this.#activationsAt !== undefined && now - this.#activeLoadedAt > ACTIVE_RELOAD_MS) {
+        await this.loadActive()
+      }
       return n
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
@@ -351,31 +406,41 @@ export class HomeTimelines {
     this.#readsPausedUntil = Date.now() + this.#opts.retryAfterMs
   }
 
-  /** One refill per list at a time: a second ask waits for the one under way. */
-  #refill(
-    running: Map<string, Rebuild>,
-    key: string,
-    kind: string,
-    work: (state: Rebuild) => Promise<boolean>,
-  ): Promise<boolean> {
+  /**
+   * One refill per list at a time: a second ask here waits for the one under way; one in another
+   * process (the store's lease says so) is waited for too, by watching the list become ready.
+   */
+  #refill(running: Map<string, Rebuild>, key: string, kind: ListKind): Promise<boolean> {
     const current = running.get(key)
     if (current) return current.done
-    const state: Rebuild = { tainted: false, done: Promise.resolve(false) }
+    const state: Rebuild = { done: Promise.resolve(false) }
     running.set(key, state)
     state.done = (async () => {
+      let token: string | undefined
       try {
-        const ok = await work(state)
-        rebuilds.inc({ kind, outcome: ok ? 'done' : 'restarted' })
-        // A removal raced the Postgres read: drop the list; the next read rebuilds it.
-        if (!ok)
-          await (kind === 'timeline' ? this.store.evict([key]) : this.store.evictAuthors([key]))
+        token = await kind.start(key)
+        if (token === undefined) {
+          const ok = await this.#awaitOther(kind, key)
+          rebuilds.inc({ kind: kind.name, outcome: ok ? 'waited' : 'wait_timeout' })
+          return ok
+        }
+        const length =
+          kind.name === 'timeline' ? this.store.targetLength : this.store.authorTargetLength
+        const rows = await kind.read(key, length + 1)
+        // False when a removal or an eviction reached the list meanwhile: the next read rebuilds.
+        const ok = await kind.materialise(key, rows, rows.length <= length, token)
+        rebuilds.inc({ kind: kind.name, outcome: ok ? 'done' : 'restarted' })
         return ok
       } catch (err) {
-        rebuilds.inc({ kind, outcome: 'failed' })
-        if (err instanceof TimelineStoreUnavailable) this.writeFailed(err)
+        rebuilds.inc({ kind: kind.name, outcome: 'failed' })
+        if (token !== undefined) await kind.abandon(key, token).catch(() => {})
+        // The list was not (or not certainly) written: it is still warming, or gone. Either way
+        // it is not read until rebuilt, so nothing stale is served; reads pause as after a
+        // failed read.
+        if (err instanceof TimelineStoreUnavailable) this.#readFailed(err)
         else
           this.#rebuildFailedLog((suppressed) =>
-            log.error({ err, key, kind, suppressed }, 'timeline rebuild failed'),
+            log.error({ err, key, kind: kind.name, suppressed }, 'timeline rebuild failed'),
           )
         return false
       } finally {
@@ -383,6 +448,16 @@ export class HomeTimelines {
       }
     })()
     return state.done
+  }
+
+  /** Waits (bounded) for another process's refill of the list to make it ready. */
+  async #awaitOther(kind: ListKind, key: string): Promise<boolean> {
+    const until = Date.now() + this.#opts.awaitOtherMs
+    for (let wait = 5; Date.now() < until; wait = Math.min(wait * 2, 100)) {
+      await new Promise((r) => setTimeout(r, wait))
+      if (await kind.ready(key)) return true
+    }
+    return false
   }
 }
 

@@ -3,5 +3,14 @@
 export { Celebrities } from './celebrities.ts'
 export { FanOut, type FanOutOptions } from './fanout.ts'
 export { openGraph, snapshotGraph } from './graph-start.ts'
+export {
+  GraphFeedReader,
+  GraphFeedWriter,
+  lastEntry,
+  type GraphFeedEntry,
+  type GraphFeedOptions,
+  type GraphOp,
+} from './graph-feed.ts'
+export { GraphFollower, type GraphFollowerOptions } from './graph-follower.ts'
 export { HomeTimelines, type HomeOptions, type HomePage } from './home.ts'
 export type { FeedSource } from './source.ts'

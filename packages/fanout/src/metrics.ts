@@ -58,3 +58,16 @@ export const celebrityCount = gauge(
   'openplane_graph_celebrities',
   'Authors at or above the celebrity threshold (merged at read time, not fanned out)',
 )
+export const feedApplied = counter(
+  'openplane_graph_feed_applied_total',
+  'Follow changes applied from the graph change feed (servers without the indexer)',
+)
+export const feedReloads = counter(
+  'openplane_graph_feed_reloads_total',
+  'Graph loads from Postgres by a feed reader: at start, or after a break in the feed (gap, malformed)',
+  ['reason'],
+)
+export const feedAppendFailures = counter(
+  'openplane_graph_feed_append_failures_total',
+  'Graph change feed appends that failed (readers then reload their graph)',
+)

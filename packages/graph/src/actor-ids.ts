@@ -36,6 +36,19 @@ export class ActorIds {
     return this.#byId[id]
   }
 
+  /**
+   * Records a mapping another process interned (from the graph's change feed), sparing a round
+   * trip. The table is append-only, so a mapping read anywhere is the mapping.
+   */
+  learn(id: number, did: string): void {
+    if (this.#byDid.get(did) === id) return
+    const known = this.#byId[id]
+    if (known !== undefined && known !== did) {
+      throw new Error(`actor id ${id} is ${known}, not ${did}`)
+    }
+    this.#remember(id, did)
+  }
+
   /** Ids for `dids`, in their order; DIDs new to the table get fresh ids. */
   async intern(dids: readonly string[]): Promise<number[]> {
     const missing = [...new Set(dids.filter((did) => !this.#byDid.has(did)))]

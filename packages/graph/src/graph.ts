@@ -48,8 +48,8 @@ const EMPTY: ReadonlyRoaringBitmap32 = new RoaringBitmap32().freeze()
 
 export class Graph {
   readonly ids: ActorIds
-  readonly #following = new SetStore()
-  readonly #followers = new SetStore()
+  #following = new SetStore()
+  #followers = new SetStore()
   #edges = 0
 
   constructor(ids: ActorIds) {
@@ -119,6 +119,17 @@ export class Graph {
       actorIdHighWater: this.ids.highWater,
       edgeCount: this.#edges,
     })
+  }
+
+  /**
+   * Takes `other`'s edges (a graph freshly loaded over the same id mapping), at once: holders of
+   * this graph see the new edges from here on. `other` must not be used afterwards.
+   */
+  replaceWith(other: Graph): void {
+    if (other.ids !== this.ids) throw new Error('graphs over different id mappings')
+    this.#following = other.#following
+    this.#followers = other.#followers
+    this.#edges = other.#edges
   }
 
   get edgeCount(): number {

@@ -1,6 +1,8 @@
 export {
   DEFAULT_AUTHOR_TARGET_LENGTH,
+  DEFAULT_REBUILD_LEASE_MS,
   DEFAULT_TARGET_LENGTH,
+  type Activations,
   type AuthorPage,
   type MaterialiseOptions,
   type MemoryStats,
@@ -13,7 +15,11 @@ export {
 } from './types.ts'
 export { TimelineStoreUnavailable } from './errors.ts'
 export { MemoryTimelineStore, type MemoryTimelineStoreOptions } from './memory-store.ts'
-export { RedisTimelineStore, type RedisTimelineStoreOptions } from './redis-store.ts'
+export {
+  compareStreamIds,
+  RedisTimelineStore,
+  type RedisTimelineStoreOptions,
+} from './redis-store.ts'
 export {
   createRedisClient,
   parseRedisNodes,

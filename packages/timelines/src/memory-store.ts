@@ -9,12 +9,15 @@ import {
   originatorPrefixes,
   checkDid,
 } from './member.ts'
+import { randomUUID } from 'node:crypto'
 import { MemoryList } from './memory-list.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, type Slice } from './slices.ts'
 import {
   DEFAULT_AUTHOR_TARGET_LENGTH,
+  DEFAULT_REBUILD_LEASE_MS,
   DEFAULT_TARGET_LENGTH,
+  type Activations,
   type AuthorPage,
   type MaterialiseOptions,
   type MemoryStats,
@@ -41,6 +44,13 @@ export class MemoryTimelineStore implements TimelineStore {
   readonly #authors = new Map<string, MemoryList>()
   /** Reader → last active (epoch ms), in touch order: oldest first. */
   readonly #active = new Map<string, number>()
+  /** Rebuild leases by list ('t' reader or 'a' author, then the DID): token and expiry. */
+  readonly #leases = new Map<string, { token: string; until: number }>()
+  /** Named leases' expiries. */
+  readonly #named = new Map<string, number>()
+  /** The activation log: readers in order, and how many were dropped from its front. */
+  #activated: string[] = []
+  #activatedBase = 0
 
   constructor(opts: MemoryTimelineStoreOptions = {}) {
     this.targetLength = checkLength('targetLength', opts.targetLength ?? DEFAULT_TARGET_LENGTH)
@@ -68,7 +78,9 @@ export class MemoryTimelineStore implements TimelineStore {
 
   async remove(readers: readonly string[], target: string | TimelineItem): Promise<number> {
     let n = 0
-    for (const reader of readers.map(checkDid)) n += removeFrom(this.#timelines.get(reader), target)
+    for (const reader of readers.map(checkDid)) {
+      n += this.#cancel('t', reader) ? 1 : removeFrom(this.#timelines.get(reader), target)
+    }
     return n
   }
 
@@ -76,6 +88,10 @@ export class MemoryTimelineStore implements TimelineStore {
     const [compact, full] = originatorPrefixes(did)
     let n = 0
     for (const reader of readers.map(checkDid)) {
+      if (this.#cancel('t', reader)) {
+        n++
+        continue
+      }
       const list = this.#timelines.get(reader)
       n += list?.removeWhere((f) => f.startsWith(compact) || f.startsWith(full)) ?? 0
     }
@@ -95,32 +111,77 @@ export class MemoryTimelineStore implements TimelineStore {
     return this.#timelines.get(checkDid(reader))?.state === 'ready'
   }
 
-  async startRebuild(reader: string): Promise<void> {
-    this.#timelines.set(checkDid(reader), new MemoryList('warming'))
+  async hasList(reader: string): Promise<boolean> {
+    return this.#timelines.has(checkDid(reader))
+  }
+
+  async startRebuild(
+    reader: string,
+    leaseMs = DEFAULT_REBUILD_LEASE_MS,
+  ): Promise<string | undefined> {
+    const token = this.#start('t', checkDid(reader), leaseMs)
+    if (token === undefined) return undefined
+    this.#timelines.set(reader, new MemoryList('warming'))
     await this.touch(reader)
+    this.#activated.push(reader)
+    if (this.#activated.length > ACTIVATION_LOG * 2) {
+      this.#activatedBase += this.#activated.length - ACTIVATION_LOG
+      this.#activated = this.#activated.slice(-ACTIVATION_LOG)
+    }
     this.#boundReaders()
+    return token
   }
 
   async materialise(
     reader: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const { members, ghost } = rebuildMembers(items, opts.complete)
-    const current = this.#timelines.get(checkDid(reader))
+    if (!this.#owns('t', checkDid(reader), opts.token)) return false
+    const current = this.#timelines.get(reader)
     const list = current?.state === 'warming' ? current : new MemoryList('ready')
     list.materialise(members, ghost, this.targetLength)
     this.#timelines.set(reader, list)
     await this.touch(reader)
     this.#boundReaders()
+    return true
+  }
+
+  async abandonRebuild(reader: string, token: string): Promise<void> {
+    if (this.#leases.get(`t${checkDid(reader)}`)?.token !== token) return
+    this.#leases.delete(`t${reader}`)
+    this.#timelines.delete(reader)
+  }
+
+  async activations(after: string | undefined): Promise<Activations> {
+    const end = this.#activatedBase + this.#activated.length
+    if (after === undefined) return { next: String(end), readers: [], gap: false }
+    const from = Number(after)
+    const gap = from < this.#activatedBase
+    const readers = this.#activated.slice(Math.max(0, from - this.#activatedBase))
+    return { next: String(end), readers, gap }
+  }
+
+  async tryLease(name: string, ms: number): Promise<boolean> {
+    const now = Date.now()
+    if ((this.#named.get(name) ?? 0) > now) return false
+    this.#named.set(name, now + ms)
+    return true
   }
 
   async evict(readers: readonly string[]): Promise<void> {
-    for (const reader of readers.map(checkDid)) this.#timelines.delete(reader)
+    for (const reader of readers.map(checkDid)) {
+      this.#timelines.delete(reader)
+      this.#leases.delete(`t${reader}`)
+    }
   }
 
   async evictAuthors(authors: readonly string[]): Promise<void> {
-    for (const author of authors.map(checkDid)) this.#authors.delete(author)
+    for (const author of authors.map(checkDid)) {
+      this.#authors.delete(author)
+      this.#leases.delete(`a${author}`)
+    }
   }
 
   async pushAuthorRecent(author: string, item: TimelineItem): Promise<boolean> {
@@ -129,7 +190,8 @@ export class MemoryTimelineStore implements TimelineStore {
   }
 
   async removeAuthorRecent(author: string, target: string | TimelineItem): Promise<number> {
-    return removeFrom(this.#authors.get(checkDid(author)), target)
+    if (this.#cancel('a', checkDid(author))) return 1
+    return removeFrom(this.#authors.get(author), target)
   }
 
   async authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage> {
@@ -146,24 +208,38 @@ export class MemoryTimelineStore implements TimelineStore {
     return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
   }
 
-  async startAuthorRebuild(author: string): Promise<void> {
-    this.#authors.delete(checkDid(author))
+  async startAuthorRebuild(
+    author: string,
+    leaseMs = DEFAULT_REBUILD_LEASE_MS,
+  ): Promise<string | undefined> {
+    const token = this.#start('a', checkDid(author), leaseMs)
+    if (token === undefined) return undefined
+    this.#authors.delete(author)
     this.#authors.set(author, new MemoryList('warming'))
     this.#boundAuthors()
+    return token
   }
 
   async materialiseAuthor(
     author: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const { members, ghost } = rebuildMembers(items, opts.complete)
-    const current = this.#authors.get(checkDid(author))
+    if (!this.#owns('a', checkDid(author), opts.token)) return false
+    const current = this.#authors.get(author)
     const list = current?.state === 'warming' ? current : new MemoryList('ready')
     list.materialise(members, ghost, this.authorTargetLength)
     this.#authors.delete(author)
     this.#authors.set(author, list)
     this.#boundAuthors()
+    return true
+  }
+
+  async abandonAuthorRebuild(author: string, token: string): Promise<void> {
+    if (this.#leases.get(`a${checkDid(author)}`)?.token !== token) return
+    this.#leases.delete(`a${author}`)
+    this.#authors.delete(author)
   }
 
   async touch(reader: string, at: number = Date.now()): Promise<void> {
@@ -184,6 +260,8 @@ export class MemoryTimelineStore implements TimelineStore {
       this.#active.delete(reader)
       this.#timelines.delete(reader)
       this.#authors.delete(reader)
+      this.#leases.delete(`t${reader}`)
+      this.#leases.delete(`a${reader}`)
       n++
     }
     return n
@@ -210,6 +288,35 @@ export class MemoryTimelineStore implements TimelineStore {
     this.#active.clear()
   }
 
+  /** Takes a list's rebuild lease (as the START script): a token, or undefined while held. */
+  #start(kind: 't' | 'a', did: string, leaseMs: number): string | undefined {
+    const key = kind + did
+    const now = Date.now()
+    if ((this.#leases.get(key)?.until ?? 0) > now) return undefined
+    const token = randomUUID()
+    this.#leases.set(key, { token, until: now + leaseMs })
+    return token
+  }
+
+  /** Whether a materialise with `token` may write (as MATERIALISE), releasing the lease. */
+  #owns(kind: 't' | 'a', did: string, token: string | undefined): boolean {
+    if (token === undefined) return true
+    const key = kind + did
+    const lease = this.#leases.get(key)
+    if (lease?.token !== token || lease.until <= Date.now()) return false
+    this.#leases.delete(key)
+    return true
+  }
+
+  /** A removal reaching a list under rebuild drops it instead (as cancel_rebuild). */
+  #cancel(kind: 't' | 'a', did: string): boolean {
+    const list = (kind === 't' ? this.#timelines : this.#authors).get(did)
+    if (list?.state !== 'warming') return false
+    ;(kind === 't' ? this.#timelines : this.#authors).delete(did)
+    this.#leases.delete(kind + did)
+    return true
+  }
+
   #boundReaders(): void {
     if (this.#timelines.size <= this.#maxReaders) return
     for (const reader of this.#active.keys()) {
@@ -224,6 +331,9 @@ export class MemoryTimelineStore implements TimelineStore {
     }
   }
 }
+
+/** Activation log entries kept. */
+const ACTIVATION_LOG = 100_000
 
 const addTo = (list: MemoryList | undefined, members: readonly string[], target: number): number =>
   list?.add(members, target, trimAbove(target)) ?? 0

@@ -52,6 +52,19 @@ local function batch()
   for i = nk + 2, #ARGV do args[#args + 1] = ARGV[i] end
   return keys, args
 end
+-- A rebuild's lease: beside the list, in its slot; holds the rebuilding call's token.
+local function lease_of(k)
+  return k .. ':w'
+end
+-- A removal or a drop reaching a list under rebuild cancels the rebuild: the Postgres read behind
+-- it may predate the removal, so what it would materialise could bring a removed item back.
+local function cancel_rebuild(k, s)
+  if s == WARMING or s == WARMING_T then
+    redis.call('DEL', k, lease_of(k))
+    return true
+  end
+  return false
+end
 local function feed_field(m)
   local r = string.find(m, '\\2', 1, true)
   if r then return string.sub(m, r + 1), true end
@@ -103,13 +116,16 @@ return total
 
 /**
  * Batch; arguments: 'u' (by feed uri: post field, repost field), 'o' (by originator: two
- * prefixes of the feed field) or 'm' (exact members). Returns how many were removed in all.
+ * prefixes of the feed field) or 'm' (exact members). Returns how many were removed in all. A
+ * list under rebuild is dropped instead (the rebuild is cancelled; see cancel_rebuild).
  */
 export const REMOVE = script(`
 local keys, args = batch()
 local n = 0
 for _, k in ipairs(keys) do
-  if args[1] == 'm' then
+  if cancel_rebuild(k, state(k)) then
+    n = n + 1
+  elseif args[1] == 'm' then
     for i = 2, #args do n = n + redis.call('ZREM', k, args[i]) end
   else
     for _, m in ipairs(redis.call('ZRANGE', k, '-', '(\\127', 'BYLEX')) do
@@ -132,21 +148,51 @@ end
 return n
 `)
 
-/** Batch: drops the lists. Returns how many existed. */
+/** Batch: drops the lists, cancelling rebuilds under way. Returns how many existed. */
 export const DROP = script(`
 local keys = batch()
 local n = 0
-for _, k in ipairs(keys) do n = n + redis.call('DEL', k) end
+for _, k in ipairs(keys) do
+  n = n + redis.call('DEL', k)
+  redis.call('DEL', lease_of(k))
+end
 return n
 `)
 
 /**
- * KEYS[1] list; ARGV[1] target length; ARGV[2] horizon ghost or ''; ARGV[3..] members. Replaces
- * the list, or merges into what a WARMING list collected; keeps only what lies above the higher
- * horizon; marks it READY (or TRUNCATED); trims to the target.
+ * KEYS[1] list; ARGV[1] token; ARGV[2] lease ms. Starts a rebuild unless another holds the lease
+ * (any process): takes the lease, clears the list and marks it WARMING, so fan-out writes are
+ * collected from here on. Returns 1 if started, 0 if another rebuild holds it.
+ */
+export const START = script(`
+local k = KEYS[1]
+if redis.call('SET', lease_of(k), ARGV[1], 'NX', 'PX', ARGV[2]) == false then return 0 end
+redis.call('DEL', k)
+redis.call('ZADD', k, 0, WARMING)
+return 1
+`)
+
+/** KEYS[1] list; ARGV[1] token. Gives a failed rebuild's lease back and drops its list. */
+export const ABANDON = script(`
+local k = KEYS[1]
+if redis.call('GET', lease_of(k)) ~= ARGV[1] then return 0 end
+redis.call('DEL', k, lease_of(k))
+return 1
+`)
+
+/**
+ * KEYS[1] list; ARGV[1] target length; ARGV[2] horizon ghost or ''; ARGV[3] the rebuild's token
+ * or ''; ARGV[4..] members. Replaces the list, or merges into what a WARMING list collected; keeps
+ * only what lies above the higher horizon; marks it READY (or TRUNCATED); trims to the target.
+ * With a token, only while that rebuild still holds the lease (a removal, an eviction or an
+ * expired lease cancelled it): returns 0 and writes nothing otherwise.
  */
 export const MATERIALISE = script(`
 local k = KEYS[1]
+if ARGV[3] ~= '' then
+  if redis.call('GET', lease_of(k)) ~= ARGV[3] then return 0 end
+  redis.call('DEL', lease_of(k))
+end
 local s = state(k)
 local wg = false
 if s == WARMING or s == WARMING_T then
@@ -156,7 +202,7 @@ else
   redis.call('DEL', k)
 end
 local chunk = {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   chunk[#chunk + 1] = 0
   chunk[#chunk + 1] = ARGV[i]
   if #chunk >= 1000 then

@@ -1,11 +1,15 @@
 // Timelines in Redis, single or Cluster. Keys:
 //   <prefix>t:{<reader>}   the reader's timeline (sorted set, members from member.ts)
 //   <prefix>a:{<author>}   a celebrity's recent items (same shape)
+//   <prefix>t:{<reader>}:w the lease of a rebuild under way (and <prefix>a:{<author>}:w)
 //   <prefix>active         reader → last active epoch ms (the hibernation index)
+//   <prefix>activated      stream of readers whose rebuild started (the fan-out writer's feed)
+//   <prefix>lease:<name>   a periodic task's lease among processes sharing the store
 // Per-list keys are hash-tagged by DID, so everything one reader owns shares a slot and every
 // multi-command step on a list (scripts, MULTI) touches one slot. Work on many readers (fan-out,
 // removals, eviction) is grouped by the node serving each key and sent as one script call per
 // `batchSize` readers, a few calls in flight at a time.
+import { randomUUID } from 'node:crypto'
 import { Cluster } from 'ioredis'
 import { TimelineStoreUnavailable, withDeadline } from './errors.ts'
 import {
@@ -21,13 +25,25 @@ import {
   WARMING_T,
 } from './member.ts'
 import type { RedisClient } from './redis-client.ts'
-import { ADD, DROP, FORGET, MATERIALISE, REMOVE, SLICES, type LuaScript } from './redis-scripts.ts'
+import {
+  ABANDON,
+  ADD,
+  DROP,
+  FORGET,
+  MATERIALISE,
+  REMOVE,
+  SLICES,
+  START,
+  type LuaScript,
+} from './redis-scripts.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, sliceOf, type Slice } from './slices.ts'
 import { keySlot } from './slot.ts'
 import {
   DEFAULT_AUTHOR_TARGET_LENGTH,
+  DEFAULT_REBUILD_LEASE_MS,
   DEFAULT_TARGET_LENGTH,
+  type Activations,
   type AuthorPage,
   type MaterialiseOptions,
   type MemoryStats,
@@ -47,6 +63,8 @@ export interface RedisTimelineStoreOptions extends TimelineStoreOptions {
   batchSize?: number
   /** Connection errors (the store reports failures through TimelineStoreUnavailable too). */
   onError?: (err: Error) => void
+  /** Entries kept in the activation log (approximately; older ones are trimmed). */
+  activationLogLength?: number
 }
 
 type Head = { ready: boolean; ghost: string | undefined }
@@ -58,6 +76,7 @@ export class RedisTimelineStore implements TimelineStore {
   readonly #prefix: string
   readonly #timeoutMs: number
   readonly #batchSize: number
+  readonly #activationLogLength: number
 
   /** Takes ownership of `client` (see createRedisClient): `close()` quits it. */
   constructor(client: RedisClient, opts: RedisTimelineStoreOptions = {}) {
@@ -71,6 +90,10 @@ export class RedisTimelineStore implements TimelineStore {
     )
     this.#timeoutMs = checkLength('timeoutMs', opts.timeoutMs ?? 500)
     this.#batchSize = checkLength('batchSize', opts.batchSize ?? 500)
+    this.#activationLogLength = checkLength(
+      'activationLogLength',
+      opts.activationLogLength ?? 100_000,
+    )
     const onError = opts.onError ?? (() => {})
     client.on('error', onError)
     if (client instanceof Cluster) client.on('node error', onError)
@@ -112,18 +135,84 @@ export class RedisTimelineStore implements TimelineStore {
     return state === READY || state === TRUNCATED
   }
 
-  async startRebuild(reader: string): Promise<void> {
-    await this.#warm('startRebuild', this.#timeline(reader))
+  async hasList(reader: string): Promise<boolean> {
+    const key = this.#timeline(reader)
+    const [state] = await this.#op('hasList', () => this.#client.zrange(key, -1, -1))
+    return state === READY || state === TRUNCATED || state === WARMING || state === WARMING_T
+  }
+
+  async startRebuild(
+    reader: string,
+    leaseMs = DEFAULT_REBUILD_LEASE_MS,
+  ): Promise<string | undefined> {
+    const token = await this.#start('startRebuild', this.#timeline(reader), leaseMs)
+    if (token === undefined) return undefined
+    // In this order: the list collects writes before the writer learns the reader is active,
+    // and the activity index has the reader before the log does (a writer starting reads the
+    // index, then the log from where it stood).
     await this.touch(reader)
+    await this.#op('startRebuild', () =>
+      this.#client.xadd(
+        this.#activated(),
+        'MAXLEN',
+        '~',
+        this.#activationLogLength,
+        '*',
+        'r',
+        reader,
+      ),
+    )
+    return token
   }
 
   async materialise(
     reader: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
-  ): Promise<void> {
-    await this.#materialise(this.#timeline(reader), items, opts, this.targetLength)
-    await this.touch(reader)
+  ): Promise<boolean> {
+    const done = await this.#materialise(this.#timeline(reader), items, opts, this.targetLength)
+    if (done) await this.touch(reader)
+    return done
+  }
+
+  async abandonRebuild(reader: string, token: string): Promise<void> {
+    await this.#op('abandonRebuild', () => this.#eval(ABANDON, [this.#timeline(reader)], [token]))
+  }
+
+  async activations(after: string | undefined): Promise<Activations> {
+    const key = this.#activated()
+    if (after === undefined) {
+      const [last] = await this.#op('activations', () =>
+        this.#client.xrevrange(key, '+', '-', 'COUNT', 1),
+      )
+      return { next: last?.[0] ?? '0-0', readers: [], gap: false }
+    }
+    const [first, read] = await this.#op('activations', () =>
+      Promise.all([
+        this.#client.xrange(key, '-', '+', 'COUNT', 1),
+        this.#client.xread('COUNT', ACTIVATIONS_PER_READ, 'STREAMS', key, after),
+      ]),
+    )
+    const entries = read?.[0]?.[1] ?? []
+    const oldest = first[0]?.[0]
+    // The oldest entry kept is past where we stood, with entries between them trimmed away.
+    const gap =
+      oldest !== undefined &&
+      after !== '0-0' &&
+      compareStreamIds(oldest, after) > 0 &&
+      entries[0]?.[0] !== oldest
+    const readers: string[] = []
+    for (const [, fields] of entries) {
+      const i = fields.indexOf('r')
+      if (i >= 0 && fields[i + 1]) readers.push(fields[i + 1]!)
+    }
+    return { next: entries.at(-1)?.[0] ?? after, readers, gap }
+  }
+
+  async tryLease(name: string, ms: number): Promise<boolean> {
+    const key = `${this.#prefix}lease:${name}`
+    const got = await this.#op('tryLease', () => this.#client.set(key, '1', 'PX', ms, 'NX'))
+    return got === 'OK'
   }
 
   async evict(readers: readonly string[]): Promise<void> {
@@ -162,16 +251,23 @@ export class RedisTimelineStore implements TimelineStore {
     return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
   }
 
-  async startAuthorRebuild(author: string): Promise<void> {
-    await this.#warm('startAuthorRebuild', this.#author(author))
+  async startAuthorRebuild(
+    author: string,
+    leaseMs = DEFAULT_REBUILD_LEASE_MS,
+  ): Promise<string | undefined> {
+    return this.#start('startAuthorRebuild', this.#author(author), leaseMs)
   }
 
   async materialiseAuthor(
     author: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
-  ): Promise<void> {
-    await this.#materialise(this.#author(author), items, opts, this.authorTargetLength)
+  ): Promise<boolean> {
+    return this.#materialise(this.#author(author), items, opts, this.authorTargetLength)
+  }
+
+  async abandonAuthorRebuild(author: string, token: string): Promise<void> {
+    await this.#op('abandonRebuild', () => this.#eval(ABANDON, [this.#author(author)], [token]))
   }
 
   async touch(reader: string, at: number = Date.now()): Promise<void> {
@@ -242,6 +338,10 @@ export class RedisTimelineStore implements TimelineStore {
 
   #active(): string {
     return `${this.#prefix}active`
+  }
+
+  #activated(): string {
+    return `${this.#prefix}activated`
   }
 
   /** Runs `work` under the deadline; Redis failures become TimelineStoreUnavailable. */
@@ -381,10 +481,10 @@ export class RedisTimelineStore implements TimelineStore {
     return keys.map((k) => byKey.get(k)!)
   }
 
-  async #warm(op: string, key: string): Promise<void> {
-    await this.#op(op, async () => {
-      reply(await this.#client.multi().del(key).zadd(key, 0, WARMING).exec(), 1)
-    })
+  async #start(op: string, key: string, leaseMs: number): Promise<string | undefined> {
+    const token = randomUUID()
+    const started = await this.#op(op, () => this.#eval(START, [key], [token, leaseMs]))
+    return Number(started) === 1 ? token : undefined
   }
 
   async #materialise(
@@ -392,10 +492,10 @@ export class RedisTimelineStore implements TimelineStore {
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
     target: number,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const { members, ghost } = rebuildMembers(items, opts.complete)
-    const args = [target, ghost ?? '', ...members]
-    await this.#op('materialise', () => this.#eval(MATERIALISE, [key], args))
+    const args = [target, ghost ?? '', opts.token ?? '', ...members]
+    return Number(await this.#op('materialise', () => this.#eval(MATERIALISE, [key], args))) === 1
   }
 
   async #size(key: string): Promise<{ entries: number; bytes: number } | undefined> {
@@ -411,6 +511,16 @@ export class RedisTimelineStore implements TimelineStore {
     const ghost = state === TRUNCATED || state === WARMING_T ? 1 : 0
     return { entries: reply<number>(res, 1) - 1 - ghost, bytes }
   }
+}
+
+/** Activation log entries read per call. */
+const ACTIVATIONS_PER_READ = 10_000
+
+/** Orders two Redis stream ids (`<ms>-<seq>`). */
+export function compareStreamIds(a: string, b: string): number {
+  const [am = 0, as = 0] = a.split('-').map(Number)
+  const [bm = 0, bs = 0] = b.split('-').map(Number)
+  return am - bm || as - bs
 }
 
 /** Script calls in flight at once for a batch. */

@@ -53,6 +53,20 @@ export interface MaterialiseOptions {
    * one row more than you want kept.
    */
   complete: boolean
+  /**
+   * The token `startRebuild` gave: the list is written only while that rebuild still holds it. A
+   * removal or eviction reaching the list meanwhile, or the lease running out, cancels it.
+   */
+  token?: string
+}
+
+/** New readers' activations, as read from the store's activation log. */
+export interface Activations {
+  /** Where the next read resumes. */
+  next: string
+  readers: string[]
+  /** Entries were trimmed away unread: re-read the whole activity index instead. */
+  gap: boolean
 }
 
 export interface MemoryStats {
@@ -73,6 +87,11 @@ export interface TimelineStoreOptions {
 }
 
 export const DEFAULT_TARGET_LENGTH = 500
+/**
+ * How long a rebuild may hold its list: longer than the Postgres statement timeout of the read
+ * behind it, so a live rebuild never loses its lease; a crashed one frees it after this.
+ */
+export const DEFAULT_REBUILD_LEASE_MS = 60_000
 export const DEFAULT_AUTHOR_TARGET_LENGTH = 500
 
 /**
@@ -99,17 +118,37 @@ export interface TimelineStore {
   page(reader: string, opts: PageOptions): Promise<StorePage | null>
 
   isMaterialised(reader: string): Promise<boolean>
+  /** Whether the reader's timeline is materialised or being rebuilt (it takes fan-out writes). */
+  hasList(reader: string): Promise<boolean>
   /**
    * Clears the reader's timeline and starts collecting fan-out writes before a rebuild reads
-   * Postgres, so nothing committed during the rebuild is lost. Not materialised until `materialise`.
+   * Postgres, so nothing committed during the rebuild is lost; records the reader as active and
+   * appends it to the activation log, so the fan-out writer includes it from here on. Not
+   * materialised until `materialise`. Returns the rebuild's token, or undefined when another
+   * rebuild of this list (in any process sharing the store) holds it for up to `leaseMs`.
    */
-  startRebuild(reader: string): Promise<void>
-  /** Replaces the timeline (merging writes collected since `startRebuild`) and marks it materialised. */
+  startRebuild(reader: string, leaseMs?: number): Promise<string | undefined>
+  /**
+   * Replaces the timeline (merging writes collected since `startRebuild`) and marks it
+   * materialised. False when the rebuild was cancelled (see MaterialiseOptions.token).
+   */
   materialise(
     reader: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
-  ): Promise<void>
+  ): Promise<boolean>
+  /** A rebuild that failed gives its lease back (and its half-built list). */
+  abandonRebuild(reader: string, token: string): Promise<void>
+  /**
+   * Readers that started a rebuild after `after` (a position from an earlier call), oldest first;
+   * with `after` undefined, only the current end of the log.
+   */
+  activations(after: string | undefined): Promise<Activations>
+  /**
+   * Takes a named lease for `ms` if no one holds it: work that one process of many sharing the
+   * store should do per period (hibernation) goes to whoever gets it.
+   */
+  tryLease(name: string, ms: number): Promise<boolean>
   /** Drops timelines now; they rebuild on their next read. */
   evict(readers: readonly string[]): Promise<void>
 
@@ -121,12 +160,14 @@ export interface TimelineStore {
   removeAuthorRecent(author: string, target: string | TimelineItem): Promise<number>
   /** The merged recent items of the authors after the cursor, newest first. */
   authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage>
-  startAuthorRebuild(author: string): Promise<void>
+  /** As startRebuild, for an author's list (no activation: every author list takes writes). */
+  startAuthorRebuild(author: string, leaseMs?: number): Promise<string | undefined>
   materialiseAuthor(
     author: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
-  ): Promise<void>
+  ): Promise<boolean>
+  abandonAuthorRebuild(author: string, token: string): Promise<void>
 
   /** Records that the reader is active at `at` (epoch ms; never moves backwards). */
   touch(reader: string, at?: number): Promise<void>
