@@ -383,6 +383,88 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
     })
   })
 
+  describe('shared by many servers', () => {
+    it('a rebuild holds its list: another start is refused until it ends or its lease runs out', async () => {
+      const store = await make()
+      const token = await store.startRebuild(alice)
+      expect(token).toBeTypeOf('string')
+      expect(await store.startRebuild(alice)).toBeUndefined()
+      expect(await store.hasList(alice)).toBe(true)
+      expect(await store.isMaterialised(alice)).toBe(false)
+      const x = post(bob, iso(T0))
+      expect(await store.materialise(alice, [x], { complete: true, token: 'another' })).toBe(false)
+      expect(await store.materialise(alice, [x], { complete: true, token })).toBe(true)
+      expect((await store.page(alice, { limit: 5 }))!.items).toEqual([x])
+      // Ended: the next rebuild may start; one whose lease ran out loses its list to the next.
+      const short = await store.startRebuild(alice, 50)
+      expect(short).toBeTypeOf('string')
+      await new Promise((r) => setTimeout(r, 120))
+      const next = await store.startRebuild(alice)
+      expect(next).toBeTypeOf('string')
+      expect(await store.materialise(alice, [x], { complete: true, token: short })).toBe(false)
+      expect(await store.page(alice, { limit: 5 })).toBeNull()
+      // A failed rebuild gives its lease back.
+      await store.abandonRebuild(alice, next!)
+      expect(await store.hasList(alice)).toBe(false)
+      expect(await store.startRebuild(alice)).toBeTypeOf('string')
+    })
+
+    it('a removal or an eviction reaching a list under rebuild cancels the rebuild', async () => {
+      const store = await make()
+      const x = post(bob, iso(T0))
+      const cancels: [string, (r: string) => Promise<unknown>][] = [
+        ['remove by uri', (r) => store.remove([r], x.uri)],
+        ['remove exact', (r) => store.remove([r], x)],
+        ['remove by originator', (r) => store.removeOriginator([r], carol)],
+        ['evict', (r) => store.evict([r])],
+      ]
+      for (const [what, cancel] of cancels) {
+        const token = await store.startRebuild(alice)
+        expect(await store.fanOut([alice], post(carol, iso(T0 + 5)))).toBe(1)
+        await cancel(alice)
+        const done = await store.materialise(alice, [x], { complete: true, token })
+        expect({ what, done, page: await store.page(alice, { limit: 5 }) }).toEqual({
+          what,
+          done: false,
+          page: null,
+        })
+      }
+      // Fan-out writes do not cancel; ready lists are not dropped by a removal.
+      const token = await store.startRebuild(alice)
+      await store.fanOut([alice], post(carol, iso(T0 + 6)))
+      expect(await store.materialise(alice, [x], { complete: true, token })).toBe(true)
+      await store.remove([alice], x)
+      expect((await store.page(alice, { limit: 5 }))!.items.length).toBe(1)
+      // An author's list alike.
+      const seed = await store.startAuthorRebuild(celeb)
+      expect(await store.startAuthorRebuild(celeb)).toBeUndefined()
+      await store.removeAuthorRecent(celeb, x.uri)
+      expect(await store.materialiseAuthor(celeb, [x], { complete: true, token: seed })).toBe(false)
+      expect((await store.authorRecent([celeb], { limit: 5 })).missing).toEqual([celeb])
+    })
+
+    it('logs activations in order, and keeps the readers in the activity index', async () => {
+      const store = await make()
+      const { next } = await store.activations(undefined)
+      await store.startRebuild(bob)
+      await store.startRebuild(carol)
+      expect(await store.startRebuild(bob)).toBeUndefined() // refused: not logged again
+      const got = await store.activations(next)
+      expect(got).toMatchObject({ readers: [bob, carol], gap: false })
+      expect(await store.activations(got.next)).toMatchObject({ readers: [], gap: false })
+      expect((await store.activeSince(0)).sort()).toEqual([bob, carol].sort())
+    })
+
+    it('gives a named lease to one caller at a time, for its duration', async () => {
+      const store = await make()
+      expect(await store.tryLease('pass', 100)).toBe(true)
+      expect(await store.tryLease('pass', 100)).toBe(false)
+      expect(await store.tryLease('other', 100)).toBe(true)
+      await new Promise((r) => setTimeout(r, 150))
+      expect(await store.tryLease('pass', 100)).toBe(true)
+    })
+  })
+
   describe('limits and input', () => {
     it('answers empty pages for zero limits and rejects unusable input', async () => {
       const store = await make()

@@ -73,7 +73,14 @@ export class GraphFeedWriter {
       log.warn({ err }, 'graph feed unreadable at start; readers will reload')
       return undefined
     })
-    this.#prev = last?.stop ? last.id : `start-${Date.now()}`
+    if (last?.stop) {
+      this.#prev = last.id
+      return
+    }
+    // A new chain, begun at once with an empty entry: readers that start from here on have
+    // loaded everything committed before it and need not reload at the first change.
+    this.#prev = `start-${Date.now()}`
+    await this.#add([], false)
   }
 
   /** Appends one committed batch's changes. A failed append breaks the chain (readers reload). */
