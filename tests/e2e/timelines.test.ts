@@ -3,7 +3,9 @@
 // lossy mode off), every user's GetTimeline — each page size, every cursor — and
 // app.bsky.feed.getTimeline through the stock AppView equal the stock's. Then the same while
 // Redis hangs and after it comes back (writes were lost: lists are dropped and rebuilt), after a
-// flush, and while Redis is down.
+// flush, and while Redis is down. A server without the indexer, on the same Postgres and Redis,
+// answers the same from the store and its own graph (kept from the indexer's change feed),
+// before and after a restart.
 import type { SeedClient, TestNetwork } from '@atproto/dev-env'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
@@ -48,6 +50,10 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
   let dataplane: Child
   let appview: Child
   let ours: DataplaneClient
+  /** A server without the indexer beside `dataplane`, and an AppView on it. */
+  let follower: Child
+  let onFollower: DataplaneClient
+  let followerAppView: Child
   /** A second dataplane of ours, indexing the same PDS into its own schema, on Redis Cluster. */
   let clustered: Child
   let onCluster: DataplaneClient
@@ -103,14 +109,35 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
     await sc.follow(u.eve, u.dev)
     await posts(sc, 1)
     await settle()
+    // Started before the activity: the follows and unfollows in it reach it through the feed.
+    follower = await spawnFollower()
+    onFollower = net.clientFor(follower.url)
+    followerAppView = await spawnAppView(appViewEnvFor(network, follower.url))
     // Read everyone's timeline so lists materialise: from here on, writes go through fan-out.
     await warm()
     await activity(sc)
     await settle()
   })
 
+  function spawnFollower(port?: number): Promise<Child> {
+    return spawnDataplane({
+      pgUrl: PG_URL,
+      schema,
+      plcUrl: net.network.plc.url,
+      pdsUrl: net.network.pds.url,
+      port,
+      extra: {
+        ...timelineEnv,
+        DATAPLANE_INDEXER: 'false',
+        DATAPLANE_REDIS_NODES: `${redis.host}:${redis.port}`,
+      },
+    })
+  }
+
   afterAll(async () => {
     await appview?.stop()
+    await followerAppView?.stop()
+    await follower?.stop()
     await dataplane?.stop()
     await clustered?.stop()
     await redis?.dispose()
@@ -210,7 +237,7 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
     return pages
   }
 
-  async function sameAppViewTimelines(): Promise<void> {
+  async function sameAppViewTimelines(ofOurs = appview): Promise<void> {
     for (const did of Object.values(u)) {
       for (const limit of ['1', '5', '50']) {
         let cursor: string | undefined
@@ -223,7 +250,7 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
             const res = await fetch(`${base}/xrpc/${nsid}?${params}`, { headers })
             return { status: res.status, body: (await res.json()) as { cursor?: string } }
           }
-          const [stock, mine] = await Promise.all([get(net.network.bsky.url), get(appview.url)])
+          const [stock, mine] = await Promise.all([get(net.network.bsky.url), get(ofOurs.url)])
           expect({ did, limit, page, ...mine }).toEqual({ did, limit, page, ...stock })
           cursor = stock.body.cursor
           if (!cursor) break
@@ -263,6 +290,80 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
 
   it('app.bsky.feed.getTimeline through the stock AppView equals the stock', async () => {
     await sameAppViewTimelines()
+  })
+
+  async function metric(url: string, name: string, labels: Record<string, string>) {
+    const text = await (await fetch(`${url}/metrics`)).text()
+    const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`)
+    return text
+      .split('\n')
+      .filter((l) => /^[^ {]+/.exec(l)?.[0] === name && want.every((w) => l.includes(w)))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0)
+  }
+
+  /** Follow checks of every pair, through the graph-backed rpcs: equal to the stock's. */
+  async function sameFollows(client: DataplaneClient): Promise<void> {
+    const dids = Object.values(u)
+    for (const actorDid of dids) {
+      const req = { actorDid, targetDids: dids }
+      const [stock, mine] = await Promise.all([
+        net.stock.getActorFollowsActors(req),
+        client.getActorFollowsActors(req),
+      ])
+      expect(mine.uris).toEqual(stock.uris)
+      const rel = { actorDid, targetDids: dids }
+      const [stockRel, mineRel] = await Promise.all([
+        net.stock.getRelationships(rel),
+        client.getRelationships(rel),
+      ])
+      expect(mineRel.relationships).toEqual(stockRel.relationships)
+    }
+  }
+
+  /** The follower caught up with the feed as the indexer's server has it now. */
+  async function followerSettled(): Promise<void> {
+    await settle()
+    await waitForSeq(follower.url, 0)
+  }
+
+  async function followerServesFast(): Promise<void> {
+    await followerSettled()
+    await warm(onFollower)
+    await firstPagesFromStore(onFollower, follower.url)
+    const graphReads = () => metric(follower.url, 'openplane_graph_reads_total', { path: 'graph' })
+    const sqlReads = () => metric(follower.url, 'openplane_graph_reads_total', { path: 'postgres' })
+    const [g0, p0] = [await graphReads(), await sqlReads()]
+    await sameFollows(onFollower)
+    expect(await graphReads()).toBeGreaterThan(g0)
+    expect(await sqlReads()).toBe(p0)
+    expect(await sameRpcTimelines(onFollower)).toBeGreaterThan(100)
+    await sameAppViewTimelines(followerAppView)
+  }
+
+  it('a server without the indexer answers from the store and its graph, equal to the stock', async () => {
+    // The activity's follows and unfollows came after it started: it learnt them from the feed.
+    const applied = await metric(follower.url, 'openplane_graph_feed_applied_total', {})
+    expect(applied).toBeGreaterThan(0)
+    await followerServesFast()
+    // New follows, unfollows and posts now, read on both servers.
+    await net.sc.follow(u.ben, u.eve)
+    await net.sc.unfollow(u.ann, u.ben)
+    await net.sc.post(u.eve, 'seen by ben now')
+    await followerSettled()
+    await sameFollows(onFollower)
+    await sameFollows(ours)
+    expect(await sameRpcTimelines(onFollower)).toBeGreaterThan(100)
+    expect(await sameRpcTimelines()).toBeGreaterThan(100)
+  })
+
+  it('the server without the indexer, restarted, loads its graph and serves the same', async () => {
+    const port = Number(new URL(follower.url).port)
+    await followerAppView.stop()
+    await follower.stop()
+    follower = await spawnFollower(port)
+    followerAppView = await spawnAppView(appViewEnvFor(net.network, follower.url))
+    await net.sc.follow(u.cat, u.eve)
+    await followerServesFast()
   })
 
   it('while Redis hangs, writes are lost: Postgres answers, then lists rebuild', async () => {

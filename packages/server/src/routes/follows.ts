@@ -4,12 +4,13 @@
 import type { RouteContext, Routes } from './context.ts'
 import { timeKeyDesc } from './util/keyset.ts'
 import { pageSize } from './util/stock-cursors.ts'
+import { graphFor } from './util/graph.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 
 export default (ctx: RouteContext): Routes => ({
   async getActorFollowsActors(req) {
     // The graph knows which targets are followed; only their uris need Postgres.
-    const graph = ctx.graph
+    const graph = graphFor(ctx, 'getActorFollowsActors')
     const targets = [...new Set(req.targetDids)].filter(
       (did) => !graph || graph.isFollowing(req.actorDid, did),
     )

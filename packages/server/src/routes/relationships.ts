@@ -3,6 +3,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { RouteContext, Routes } from './context.ts'
+import { graphFor } from './util/graph.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -70,7 +71,7 @@ function listVia(
 
 function relationshipRows(ctx: RouteContext, viewer: string, targets: string[]) {
   // The graph knows which follows exist; Postgres only looks up the uris of those.
-  const graph = ctx.graph
+  const graph = graphFor(ctx, 'getRelationships')
   const onlyWhere = (follows: (target: string) => boolean, lookup: RawBuilder<string | null>) => {
     if (!graph) return lookup
     const which = targets.filter(follows)
