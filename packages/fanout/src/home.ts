@@ -133,13 +133,11 @@ export class HomeTimelines {
    * the log cannot be read, writes may miss a rebuilding list: every list is treated as stale.
    */
   async syncActive(): Promise<void> {
-    if (this.#activationsAt === undefined) return
     try {
+      // Not read at start (the store was away): the index has everyone the log would add.
+      if (this.#activationsAt === undefined) return await this.loadActive()
       const got = await this.store.activations(this.#activationsAt)
-      if (got.gap) {
-        await this.loadActive()
-        return
-      }
+      if (got.gap) return await this.loadActive()
       if (got.readers.length) {
         const ids = await this.graph.ids.intern(got.readers)
         this.active.addMany(ids)
@@ -147,8 +145,15 @@ export class HomeTimelines {
       }
       this.#activationsAt = got.next
     } catch (err) {
-      if (!(err instanceof TimelineStoreUnavailable)) throw err
-      this.writeFailed(err)
+      // Whoever activated is unknown (the store, or Postgres interning them, failed): their
+      // lists may miss this batch, so all lists count as stale until dropped.
+      if (!(err instanceof TimelineStoreUnavailable))
+        log.warn({ err }, 'reading activations failed')
+      this.writeFailed(
+        err instanceof TimelineStoreUnavailable
+          ? err
+          : new TimelineStoreUnavailable('activations', err),
+      )
     }
   }
 
