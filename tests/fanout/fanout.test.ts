@@ -4,7 +4,7 @@
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { Celebrities, FanOut, HomeTimelines, type FeedSource } from '@openplane/fanout'
 import { Graph } from '@openplane/graph'
-import type { Change, FeedItemValues } from '@openplane/ingest'
+import type { Change } from '@openplane/ingest'
 import { followedItems, ownItems } from '@openplane/server'
 import { registry } from '@openplane/telemetry'
 import {
@@ -15,8 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
-
-const did = (name: string) => `did:plc:${name.padEnd(24, 'x')}`
+import { did, storedPost } from './fixtures.ts'
 
 /**
  * The in-process store with faults on demand: the next fan-out write fails (as one that passed
@@ -96,22 +95,7 @@ describe('fan-out', () => {
     })
     const unfollow = (a: string, b: string): Change => ({ ...follow(a, b), op: 'delete' })
     /** A post: its feed_item row in Postgres (what rebuilds read) and the change. */
-    const post = async (author: string): Promise<[Change, FeedItemValues]> => {
-      const n = ++clock
-      const row: FeedItemValues = {
-        type: 'post',
-        uri: `at://${did(author)}/app.bsky.feed.post/p${n}`,
-        cid: `bafypost${String(n).padStart(6, '0')}`,
-        postUri: `at://${did(author)}/app.bsky.feed.post/p${n}`,
-        originatorDid: did(author),
-        sortAt: new Date(Date.UTC(2025, 0, 1, 0, 0, n)).toISOString(),
-      }
-      await db.db
-        .insertInto('feed_item')
-        .values({ ...row, type: 'post' })
-        .execute()
-      return [{ table: 'feed_item', op: 'insert', row }, row]
-    }
+    const post = (author: string) => storedPost(db, author, ++clock)
     /** Materialises a reader's timeline the way a first read does. */
     const activate = async (reader: string) => {
       await home.rebuild(did(reader))

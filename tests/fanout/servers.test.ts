@@ -14,11 +14,12 @@ import {
   type FeedSource,
 } from '@openplane/fanout'
 import { Graph } from '@openplane/graph'
-import type { Change, FeedItemValues } from '@openplane/ingest'
+import type { Change } from '@openplane/ingest'
 import { followedItems, ownItems } from '@openplane/server'
 import { registry } from '@openplane/telemetry'
 import {
   createRedisClient,
+  itemFromFeedRow,
   parseRedisNodes,
   RedisTimelineStore,
   waitForRedis,
@@ -27,9 +28,9 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, REDIS_HOST, uniqueName } from '../harness/env.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
+import { did, storedPost } from './fixtures.ts'
 import { deleteKeys } from '../timelines/redis-factory.ts'
 
-const did = (name: string) => `did:plc:${name.padEnd(24, 'x')}`
 const WINDOW = 60_000
 const CELEBRITY = 3
 
@@ -87,7 +88,7 @@ describe('two servers, one Redis: the indexer’s and one following the feed', (
         db,
         graph,
         celebrities,
-        feed: new GraphFeedReader(await client(), { key: feedKey }),
+        feed: new GraphFeedReader(await client(), await client(), { key: feedKey }),
         blockMs: 200,
       })
       await follower.start()
@@ -134,22 +135,7 @@ describe('two servers, one Redis: the indexer’s and one following the feed', (
     op: 'delete',
     row: followRow(a, b),
   })
-  const post = async (author: string): Promise<[Change, FeedItemValues]> => {
-    const n = ++clock
-    const row: FeedItemValues = {
-      type: 'post',
-      uri: `at://${did(author)}/app.bsky.feed.post/p${n}`,
-      cid: `bafypost${String(n).padStart(6, '0')}`,
-      postUri: `at://${did(author)}/app.bsky.feed.post/p${n}`,
-      originatorDid: did(author),
-      sortAt: new Date(Date.UTC(2025, 0, 1, 0, 0, n)).toISOString(),
-    }
-    await db.db
-      .insertInto('feed_item')
-      .values({ ...row, type: 'post' })
-      .execute()
-    return [{ table: 'feed_item', op: 'insert', row }, row]
-  }
+  const post = (author: string) => storedPost(db, author, ++clock)
   const metric = async (name: string, labels: Record<string, string> = {}) => {
     const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name)
     return (m?.values ?? [])
@@ -264,7 +250,6 @@ describe('two servers, one Redis: the indexer’s and one following the feed', (
     // The post is deleted and fanned out before the rebuild writes what it read.
     await db.db.deleteFrom('feed_item').where('uri', '=', row.uri).execute()
     await commit({ table: 'feed_item', op: 'delete', row })
-    const { itemFromFeedRow } = await import('@openplane/timelines')
     const written = await reader.store.materialise(did('ca'), rows.map(itemFromFeedRow), {
       complete: true,
       token,

@@ -291,8 +291,12 @@ async function startFollower(config: Config, db: Db, reads: Db) {
     db,
     graph,
     celebrities,
-    // Its own connection: it blocks waiting for entries, longer than a store command may take.
-    feed: new GraphFeedReader(redisClient(config, 10_000), feedOptions(config)),
+    // The second connection blocks waiting for entries, longer than a store command may take.
+    feed: new GraphFeedReader(
+      redisClient(config),
+      redisClient(config, 10_000),
+      feedOptions(config),
+    ),
   })
   // Serving starts at once: Postgres answers until the graph is loaded.
   void follower.start().then(() => home?.startMaintenance())

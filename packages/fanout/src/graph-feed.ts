@@ -126,11 +126,16 @@ export class GraphFeedWriter {
 /** A reader's side: entries after a position, waiting for new ones. */
 export class GraphFeedReader {
   readonly #client: RedisClient
+  readonly #blocking: RedisClient
   readonly #key: string
 
-  /** `client` is this reader's own: it blocks waiting for entries. */
-  constructor(client: RedisClient, opts: GraphFeedOptions) {
+  /**
+   * `blocking` is this reader's own connection, with a command timeout above the wait: it sits
+   * in XREAD BLOCK, and `head()` must not queue behind it on the same connection.
+   */
+  constructor(client: RedisClient, blocking: RedisClient, opts: GraphFeedOptions) {
     this.#client = client
+    this.#blocking = blocking
     this.#key = opts.key
   }
 
@@ -141,7 +146,7 @@ export class GraphFeedReader {
 
   /** Entries after `after`, waiting up to `blockMs` when there are none yet. */
   async read(after: string, blockMs: number, count = 1000): Promise<GraphFeedEntry[]> {
-    const res = await this.#client.xread(
+    const res = await this.#blocking.xread(
       'COUNT',
       count,
       'BLOCK',
@@ -154,6 +159,7 @@ export class GraphFeedReader {
   }
 
   disconnect(): void {
+    this.#blocking.disconnect()
     this.#client.disconnect()
   }
 }

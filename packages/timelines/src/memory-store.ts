@@ -149,9 +149,7 @@ export class MemoryTimelineStore implements TimelineStore {
   }
 
   async abandonRebuild(reader: string, token: string): Promise<void> {
-    if (this.#leases.get(`t${checkDid(reader)}`)?.token !== token) return
-    this.#leases.delete(`t${reader}`)
-    this.#timelines.delete(reader)
+    this.#abandon('t', checkDid(reader), token)
   }
 
   async activations(after: string | undefined): Promise<Activations> {
@@ -171,17 +169,11 @@ export class MemoryTimelineStore implements TimelineStore {
   }
 
   async evict(readers: readonly string[]): Promise<void> {
-    for (const reader of readers.map(checkDid)) {
-      this.#timelines.delete(reader)
-      this.#leases.delete(`t${reader}`)
-    }
+    for (const reader of readers.map(checkDid)) this.#drop('t', reader)
   }
 
   async evictAuthors(authors: readonly string[]): Promise<void> {
-    for (const author of authors.map(checkDid)) {
-      this.#authors.delete(author)
-      this.#leases.delete(`a${author}`)
-    }
+    for (const author of authors.map(checkDid)) this.#drop('a', author)
   }
 
   async pushAuthorRecent(author: string, item: TimelineItem): Promise<boolean> {
@@ -237,9 +229,7 @@ export class MemoryTimelineStore implements TimelineStore {
   }
 
   async abandonAuthorRebuild(author: string, token: string): Promise<void> {
-    if (this.#leases.get(`a${checkDid(author)}`)?.token !== token) return
-    this.#leases.delete(`a${author}`)
-    this.#authors.delete(author)
+    this.#abandon('a', checkDid(author), token)
   }
 
   async touch(reader: string, at: number = Date.now()): Promise<void> {
@@ -310,11 +300,23 @@ export class MemoryTimelineStore implements TimelineStore {
 
   /** A removal reaching a list under rebuild drops it instead (as cancel_rebuild). */
   #cancel(kind: 't' | 'a', did: string): boolean {
-    const list = (kind === 't' ? this.#timelines : this.#authors).get(did)
-    if (list?.state !== 'warming') return false
-    ;(kind === 't' ? this.#timelines : this.#authors).delete(did)
-    this.#leases.delete(kind + did)
+    if (this.#lists(kind).get(did)?.state !== 'warming') return false
+    this.#drop(kind, did)
     return true
+  }
+
+  /** A failed rebuild's lease and list go, if it still holds them (as ABANDON). */
+  #abandon(kind: 't' | 'a', did: string, token: string): void {
+    if (this.#leases.get(kind + did)?.token === token) this.#drop(kind, did)
+  }
+
+  #drop(kind: 't' | 'a', did: string): void {
+    this.#lists(kind).delete(did)
+    this.#leases.delete(kind + did)
+  }
+
+  #lists(kind: 't' | 'a'): Map<string, MemoryList> {
+    return kind === 't' ? this.#timelines : this.#authors
   }
 
   #boundReaders(): void {
