@@ -23,7 +23,11 @@
 //   BENCH_ONLY      stock | ours | load (load the data and stop; default: both sides)
 //   BENCH_SERVERS   server process counts of ours to run (default 1,2)
 //   BENCH_SEQUENTIAL requests of the sequential run (default 2000)
+//   BENCH_PROFILE   a directory: CPU-profile our servers (through their inspectors) during the
+//                   step at BENCH_PROFILE_AT req/s (default 400), save the profiles there and
+//                   print where the time went
 import { execFileSync } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
@@ -38,7 +42,9 @@ import pg from 'pg'
 import { PG_URL } from '../harness/env.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
+import { profileWhile } from './inspector.ts'
 import { processCpu, rss } from './proc.ts'
+import { summarise } from './profile-summary.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-100k-with-posts.json'
@@ -48,6 +54,8 @@ const P99_GOAL_MS = 10
 const MAX_IN_FLIGHT = 4000
 const SERVERS = (process.env.BENCH_SERVERS ?? '1,2').split(',').map(Number)
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2000)
+const PROFILE_DIR = process.env.BENCH_PROFILE
+const PROFILE_AT = Number(process.env.BENCH_PROFILE_AT ?? 400)
 
 const log = (...a: unknown[]) => console.log('[bench:timeline]', ...a)
 
@@ -192,14 +200,17 @@ async function sweep(
   name: string,
   client: Client,
   readers: string[],
-  pids: number[] = [],
+  servers: Ours[] = [],
 ): Promise<StepResult[]> {
   const results: StepResult[] = []
-  const cpu = () => pids.reduce((sum, pid) => sum + processCpu(pid), 0)
+  const cpu = () => servers.reduce((sum, s) => sum + processCpu(s.child.proc.pid!), 0)
   for (const rate of RATES) {
     const c0 = cpu()
-    const r = await step(client, readers, rate, SECONDS)
-    if (pids.length) r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
+    const r =
+      PROFILE_DIR && rate === PROFILE_AT && servers.length
+        ? await profiled(name, servers, () => step(client, readers, rate, SECONDS))
+        : await step(client, readers, rate, SECONDS)
+    if (servers.length) r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
     results.push(r)
     log(
       `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
@@ -210,6 +221,42 @@ async function sweep(
     if (r.p99 > 10 * P99_GOAL_MS || r.achieved < 0.5 * rate) break
   }
   return results
+}
+
+/** Runs a step while each server records a CPU profile; saves and summarises them. */
+async function profiled(
+  name: string,
+  servers: Ours[],
+  work: () => Promise<StepResult>,
+): Promise<StepResult> {
+  let run: Promise<StepResult> | undefined
+  const profiles = await Promise.all(
+    servers.map((s, i) =>
+      profileWhile(s.inspectPort, () => {
+        // The first profiler to start runs the step; the others record while it runs.
+        if (i === 0) run = work()
+        return waitFor(() => run)
+      }),
+    ),
+  )
+  const result = await run!
+  mkdirSync(PROFILE_DIR!, { recursive: true })
+  profiles.forEach(({ profile }, i) => {
+    const file = path.join(PROFILE_DIR!, `${name}-server${i + 1}-${PROFILE_AT}rps.cpuprofile`)
+    writeFileSync(file, JSON.stringify(profile))
+    const reads = Math.round((result.achieved * SECONDS) / servers.length)
+    log(`profile of server ${i + 1} (about ${reads} reads):\n${summarise(file, 30, reads)}`)
+  })
+  return result
+}
+
+/** The promise `get` returns once it returns one (the step another profiler started). */
+async function waitFor<T>(get: () => Promise<T> | undefined): Promise<T> {
+  for (;;) {
+    const p = get()
+    if (p) return p
+    await new Promise((r) => setTimeout(r, 5))
+  }
 }
 
 const maxHolding = (results: StepResult[]): number =>
@@ -232,15 +279,23 @@ async function spawnStock(schema: string): Promise<Child> {
   )
 }
 
+interface Ours {
+  child: Child
+  /** Its inspector, listening from the start (no session attached until a profile is taken). */
+  inspectPort: number
+}
+
 async function spawnOurs(
   schema: string,
   redis: RedisServer,
   firehose: string,
   indexer = true,
-): Promise<Child> {
+): Promise<Ours> {
   const port = await freePort()
+  const inspectPort = await freePort()
+  const inspect = PROFILE_DIR ? [`--inspect=127.0.0.1:${inspectPort}`] : []
   const child = await spawnReady(
-    ['packages/cli/src/main.ts', 'start'],
+    [...inspect, 'packages/cli/src/main.ts', 'start'],
     {
       DB_POSTGRES_URL: PG_URL,
       DB_POSTGRES_SCHEMA: schema,
@@ -263,7 +318,7 @@ async function spawnOurs(
     if (i > 600) throw new Error('the second server did not load its graph in 5 minutes')
     await new Promise((r) => setTimeout(r, 500))
   }
-  return child
+  return { child, inspectPort }
 }
 
 async function main(): Promise<void> {
@@ -301,7 +356,7 @@ async function main(): Promise<void> {
   }
   if (only !== 'stock') {
     const redis = await startRedisServer()
-    const servers: Child[] = []
+    const servers: Ours[] = []
     try {
       for (const n of SERVERS) {
         // No firehose to follow here: a closed local port, retried with backoff.
@@ -313,7 +368,7 @@ async function main(): Promise<void> {
           log(`server ${servers.length} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
         }
         const name = `ours×${n}`
-        const client = createDataPlaneClient(new BasicHostList(servers.map((c) => c.url)), {
+        const client = createDataPlaneClient(new BasicHostList(servers.map((s) => s.child.url)), {
           httpVersion: '2',
         })
         // Active readers: their timelines materialise on first read.
@@ -324,9 +379,8 @@ async function main(): Promise<void> {
         )
         seq[name] = await sequential(client, readers, SEQUENTIAL)
         log(`${name}: sequential p50 ${seq[name].toFixed(3)} ms`)
-        const pids = servers.map((c) => c.proc.pid!)
-        results[name] = await sweep(name, client, readers, pids)
-        for (const c of servers) {
+        results[name] = await sweep(name, client, readers, servers)
+        for (const { child: c } of servers) {
           const metrics = await (await fetch(`${c.url}/metrics`)).text()
           log(
             `${c.url}: rss ${(rss(c.proc.pid!) / 2 ** 20).toFixed(0)} MiB\n` +
@@ -342,7 +396,7 @@ async function main(): Promise<void> {
       const mem = await redis.cli('INFO', 'memory')
       log(`redis ${/used_memory_human:(\S+)/.exec(mem)?.[1]} for ${readers.length} timelines`)
     } finally {
-      for (const c of servers.reverse()) await c.stop()
+      for (const s of servers.reverse()) await s.child.stop()
       await redis.dispose()
     }
   }

@@ -7,9 +7,10 @@ import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@conne
 import { connectNodeAdapter } from '@connectrpc/connect-node'
 import { Service } from '@openplane/proto'
 import { childLogger, histogram, registry, throttle } from '@openplane/telemetry'
+import { directLane, type RpcOutcome } from './direct.ts'
 import { checkRequest, classify, MAX_LIST_ITEMS } from './errors.ts'
 import { listen, type ListenOptions, type Listener } from './listener.ts'
-import { buildRoutes, type RouteContext } from './routes/index.ts'
+import { buildRoutes, directRoutes, type RouteContext } from './routes/index.ts'
 
 const log = childLogger('server')
 
@@ -103,8 +104,7 @@ export interface DataplaneServer {
  * into an answer the caller can act on (errors.ts), logging the real error with the request id
  * it was given.
  */
-function guard(maxListItems: number): Interceptor {
-  const unavailableLog = throttle(10_000)
+function guard(maxListItems: number, outcome: RpcOutcome): Interceptor {
   return (next) => async (req) => {
     const end = rpcSeconds.startTimer({ method: req.method.name })
     const refused = req.stream ? undefined : checkRequest(req.message, maxListItems)
@@ -117,23 +117,33 @@ function guard(maxListItems: number): Interceptor {
       end({ code: 'ok' })
       return res
     } catch (err) {
-      const { error, requestId } = classify(err)
-      end({ code: Code[error.code] ?? String(error.code) })
-      if (requestId) {
-        if (error.code === Code.Unavailable) {
-          // Repeats for every request while a dependency is away: one line per 10 s.
-          unavailableLog((suppressed) =>
-            log.warn(
-              { err: errText(err), method: req.method.name, requestId, suppressed },
-              'rpc failed: a dependency is unavailable',
-            ),
-          )
-        } else {
-          log.error({ err, method: req.method.name, requestId }, 'rpc failed')
-        }
-      }
-      throw error
+      throw outcome(req.method.name, err, end)
     }
+  }
+}
+
+/**
+ * The answer for what a handler threw (errors.ts), timed under its code; the real error logged
+ * with the request id the caller was given (an outage's `unavailable`: one line per 10 s).
+ */
+function rpcOutcome(): RpcOutcome {
+  const unavailableLog = throttle(10_000)
+  return (method, err, end) => {
+    const { error, requestId } = classify(err)
+    end({ code: Code[error.code] ?? String(error.code) })
+    if (requestId) {
+      if (error.code === Code.Unavailable) {
+        unavailableLog((suppressed) =>
+          log.warn(
+            { err: errText(err), method, requestId, suppressed },
+            'rpc failed: a dependency is unavailable',
+          ),
+        )
+      } else {
+        log.error({ err, method, requestId }, 'rpc failed')
+      }
+    }
+    return error
   }
 }
 
@@ -175,12 +185,22 @@ export const DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
 
 export async function startServer(opts: ServerOptions): Promise<DataplaneServer> {
   const impl = buildRoutes(opts.ctx)
+  const outcome = rpcOutcome()
+  const maxListItems = opts.maxListItems ?? MAX_LIST_ITEMS
+  const maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES
   const rpc = connectNodeAdapter({
     routes: (router: ConnectRouter) => router.service(Service, impl),
-    interceptors: [guard(opts.maxListItems ?? MAX_LIST_ITEMS)],
+    interceptors: [guard(maxListItems, outcome)],
     // The AppView sends no compression and accepts none; keep payloads plain and cheap.
     acceptCompression: [],
-    readMaxBytes: opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+    readMaxBytes: maxRequestBytes,
+  })
+  const direct = directLane({
+    routes: directRoutes(opts.ctx),
+    maxRequestBytes,
+    maxListItems,
+    startTimer: (method) => rpcSeconds.startTimer({ method }),
+    outcome,
   })
   const health = opts.health ?? (async () => ({ ready: true }))
   /** Answers the operational endpoints; false for any other request. */
@@ -236,6 +256,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     res: http.ServerResponse | http2.Http2ServerResponse,
   ) => {
     if (!opsServer && ops(req, res)) return
+    if (direct(req, res)) return
     rpc(req, res)
   }
   const listener: Listener = await listen(handler, opts)

@@ -1,3 +1,4 @@
+import type { Message, MessageType } from '@bufbuild/protobuf'
 import type { ServiceImpl } from '@connectrpc/connect'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
@@ -34,3 +35,29 @@ export interface FollowGraph {
 }
 
 export type Routes = Partial<ServiceImpl<typeof Service>>
+
+/**
+ * An rpc the direct lane (../direct.ts) answers without Connect: it decodes the request and
+ * returns the whole answer as a gRPC frame. Only for the hottest reads, each also served by its
+ * Connect route with the same answer.
+ */
+export interface DirectRoute {
+  /** The method's name, as metrics and logs give it. */
+  name: string
+  /** The request message; throws on bytes that are not one. */
+  decode(bytes: Uint8Array): Message
+  answer(req: Message): Promise<Uint8Array>
+}
+
+/** A direct route for a method whose request type is `input`. */
+export function directRoute<I extends Message<I>>(
+  name: string,
+  input: MessageType<I>,
+  answer: (req: I) => Promise<Uint8Array>,
+): DirectRoute {
+  return {
+    name,
+    decode: (bytes) => input.fromBinary(bytes),
+    answer: (req) => answer(req as I),
+  }
+}

@@ -7,7 +7,11 @@ import { isDid } from './util/at-uri.ts'
 import { feedItemCursor, feedItemFromRow } from './util/feed-item.ts'
 import { before, decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
 import { pageSize } from './util/stock-cursors.ts'
-import { timelineFromPostgres } from './util/timeline-sql.ts'
+import {
+  timelineFromPostgres,
+  type TimelinePage,
+  type TimelineRequest,
+} from './util/timeline-sql.ts'
 
 const REFERENCE_LIST = 'app.bsky.graph.defs#referencelist'
 
@@ -36,18 +40,7 @@ export default (ctx: RouteContext): Routes => ({
     return { items: items.map(feedItemFromRow), cursor }
   },
 
-  // The exclude flags are ignored, as the stock ignores them.
-  async getTimeline(req) {
-    // A reader is a DID; anything else is the caller's mistake, not an empty timeline.
-    if (!isDid(req.actorDid)) throw new ConnectError('actorDid is not a DID', Code.InvalidArgument)
-    const limit = pageSize(req.limit)
-    const fast =
-      limit > 0
-        ? await ctx.timelines?.read(req.actorDid, limit, decodeTimeKey(req.cursor))
-        : undefined
-    if (fast) return { items: fast.items.map(feedItemFromRow), cursor: fast.cursor }
-    return timelineFromPostgres(ctx.db, req)
-  },
+  getTimeline: (req) => timelinePage(ctx, req),
 
   async getListFeed(req) {
     const at = decodeTimeKey(req.cursor)
@@ -93,6 +86,23 @@ export default (ctx: RouteContext): Routes => ({
     return { items: items.map((r) => ({ uri: r.uri, cid: r.cid })), cursor }
   },
 })
+
+/**
+ * One GetTimeline page: from the fan-out timelines when they can answer it, else from Postgres.
+ * The exclude flags are ignored, as the stock ignores them. Shared by the Connect route and the
+ * direct lane (direct.ts), which answer it alike.
+ */
+export async function timelinePage(ctx: RouteContext, req: TimelineRequest): Promise<TimelinePage> {
+  // A reader is a DID; anything else is the caller's mistake, not an empty timeline.
+  if (!isDid(req.actorDid)) throw new ConnectError('actorDid is not a DID', Code.InvalidArgument)
+  const limit = pageSize(req.limit)
+  const fast =
+    limit > 0
+      ? await ctx.timelines?.read(req.actorDid, limit, decodeTimeKey(req.cursor))
+      : undefined
+  if (fast) return { items: fast.items.map(feedItemFromRow), cursor: fast.cursor }
+  return timelineFromPostgres(ctx.db, req)
+}
 
 async function listPurpose(
   db: Kysely<DatabaseSchema>,

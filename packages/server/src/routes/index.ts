@@ -1,15 +1,15 @@
 // Route modules, one per area of the proto (named as the proto's section comments name them).
 // Methods no module implements answer Unimplemented (Connect fills them in).
 import type { ServiceImpl } from '@connectrpc/connect'
-import type { Service } from '@openplane/proto'
-import type { RouteContext, Routes } from './context.ts'
+import { GetTimelineRequest, Service } from '@openplane/proto'
+import { directRoute, type DirectRoute, type RouteContext, type Routes } from './context.ts'
 import activitySubscriptions from './activity-subscriptions.ts'
 import blocklists from './blocklists.ts'
 import blocks from './blocks.ts'
 import bookmarks from './bookmarks.ts'
 import drafts from './drafts.ts'
 import feedGenerators from './feed-generators.ts'
-import feeds from './feeds.ts'
+import feeds, { timelinePage } from './feeds.ts'
 import follows from './follows.ts'
 import graph from './graph.ts'
 import identity from './identity.ts'
@@ -37,8 +37,15 @@ import sync from './sync.ts'
 import threadMutes from './thread-mutes.ts'
 import threads from './threads.ts'
 import verifications from './verifications.ts'
+import { timelineFrame } from './util/timeline-wire.ts'
 
-export type { FollowGraph, HomeTimelineReader, RouteContext, Routes } from './context.ts'
+export type {
+  DirectRoute,
+  FollowGraph,
+  HomeTimelineReader,
+  RouteContext,
+  Routes,
+} from './context.ts'
 
 // In the order of the proto's sections.
 const modules: ((ctx: RouteContext) => Routes)[] = [
@@ -87,6 +94,23 @@ export function buildRoutes(ctx: RouteContext): Partial<ServiceImpl<typeof Servi
     }
   }
   return impl
+}
+
+/**
+ * The rpcs the direct lane answers, by request path: GetTimeline, asked for on every home page,
+ * whose answer the fan-out timelines give in a fraction of what Connect's per-request work costs.
+ */
+export function directRoutes(ctx: RouteContext): Map<string, DirectRoute> {
+  const path = (name: string) => `/${Service.typeName}/${name}`
+  const getTimeline = Service.methods.getTimeline.name
+  return new Map([
+    [
+      path(getTimeline),
+      directRoute(getTimeline, GetTimelineRequest, async (req) =>
+        timelineFrame(await timelinePage(ctx, req)),
+      ),
+    ],
+  ])
 }
 
 /** Local names of the implemented methods; a context is not needed to list them. */
