@@ -225,6 +225,9 @@ describe('configuration from env', () => {
   it('reads the list limit, the ops port and the Postgres time limits', () => {
     const dflt = readConfig({})
     expect(dflt.maxListItems).toBe(25_000)
+    expect(dflt.shedDelayMs).toBe(100)
+    expect(readConfig({ DATAPLANE_SHED_DELAY_MS: '0' }).shedDelayMs).toBe(0)
+    expect(() => readConfig({ DATAPLANE_SHED_DELAY_MS: '-5' })).toThrow(/DATAPLANE_SHED_DELAY_MS/)
     expect(dflt.ops).toBeUndefined()
     const c = readConfig({
       DB_POSTGRES_URL: 'postgresql://db/bsky',

@@ -69,6 +69,37 @@ describe('RedisTimelineStore when Redis fails', () => {
     await server?.dispose()
   })
 
+  it('does not time out an answer that arrived in time while this process was busy', async () => {
+    const client = createRedisClient({ nodes: [server], commandTimeoutMs: 5000 })
+    await waitForRedis(client)
+    const busy = new RedisTimelineStore(client, { timeoutMs: 100 })
+    try {
+      await busy.materialise(alice, [item(1)], { complete: true })
+      // Once first: Redis then holds the read script, and the read below is one round trip.
+      await busy.page(alice, { limit: 10 })
+      const read = busy.page(alice, { limit: 10 }).then(
+        (page) => page?.items.length,
+        (e: unknown) => e,
+      )
+      // Let the command leave, then hold the event loop past the deadline: the answer arrives
+      // meanwhile and is read in the turn the deadline's timer fires in.
+      await new Promise((r) => setImmediate(r))
+      const until = performance.now() + 300
+      while (performance.now() < until);
+      expect(await read).toBe(1)
+      // An answer that really does not come in time still times out (Redis hung).
+      server.signal('SIGSTOP')
+      const hung = await busy.page(alice, { limit: 10 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(hung).toBeInstanceOf(TimelineStoreUnavailable)
+    } finally {
+      server.signal('SIGCONT')
+      await busy.close()
+    }
+  })
+
   it('reads a flushed Redis as "not materialised", and rebuilds', async () => {
     await store.materialise(alice, [item(1)], { complete: true })
     await store.materialiseAuthor(bob, [item(2)], { complete: true })

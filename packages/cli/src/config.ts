@@ -13,6 +13,8 @@ export interface Config {
   maxRequestBytes: number
   /** Items a repeated request field may hold before the request is refused (invalid_argument). */
   maxListItems: number
+  /** Refuse new rpcs (resource_exhausted) while the event loop lags more than this; 0: never. */
+  shedDelayMs: number
   /** /metrics, /_health, /_ready, /_live and /_wait on their own port instead of the rpc port. */
   ops?: { host: string; port: number }
   tls?: { keyFile: string; certFile: string }
@@ -319,6 +321,7 @@ export function readConfig(env: Env = process.env): Config {
     maxRequestBytes: int(env, 'DATAPLANE_MAX_REQUEST_MB', 16, 1, 1024) * 1024 * 1024,
     // Up to 30,000: a list is bound as one parameter per item, and a statement takes 65,535.
     maxListItems: int(env, 'DATAPLANE_MAX_LIST_ITEMS', 25_000, 100, 30_000),
+    shedDelayMs: int(env, 'DATAPLANE_SHED_DELAY_MS', 100, 0, 60_000),
     ops: opsListener(env),
     tls: keyFile && certFile ? { keyFile, certFile } : undefined,
     postgres: pgUrl

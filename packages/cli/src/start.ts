@@ -149,6 +149,7 @@ export async function start(config: Config): Promise<Running> {
     limits: config.limits,
     maxRequestBytes: config.maxRequestBytes,
     maxListItems: config.maxListItems,
+    shedDelayMs: config.shedDelayMs,
     ops: config.ops,
     tls: config.tls
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }

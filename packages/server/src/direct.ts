@@ -8,8 +8,10 @@
 import type http from 'node:http'
 import type http2 from 'node:http2'
 import { Code, ConnectError } from '@connectrpc/connect'
+import type { Admission } from './admission.ts'
 import { checkRequest } from './errors.ts'
 import type { DirectRoute } from './routes/index.ts'
+import { overloaded } from './routes/util/overloaded.ts'
 
 /** Ends an rpc's timer under its answer code. */
 export type EndRpc = (labels: { code: string }) => void
@@ -21,6 +23,8 @@ export interface DirectLaneOptions {
   routes: ReadonlyMap<string, DirectRoute>
   maxRequestBytes: number
   maxListItems: number
+  /** Says when to refuse new rpcs (resource_exhausted) for overload. */
+  admission: Admission
   /** Starts an rpc's timer (the same histogram Connect's requests are timed in). */
   startTimer(method: string): EndRpc
   outcome: RpcOutcome
@@ -92,6 +96,11 @@ function serve(
       'grpc-message': encodeURIComponent(error.rawMessage),
     })
     res.end()
+  }
+  if (opts.admission.shed()) {
+    // Refused before its body is read: the cheapest answer the process can give.
+    finish(undefined, overloaded())
+    return
   }
   const timeoutMs = parseTimeout(req.headers['grpc-timeout'])
   if (timeoutMs !== undefined) {

@@ -7,10 +7,12 @@ import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@conne
 import { connectNodeAdapter } from '@connectrpc/connect-node'
 import { Service } from '@openplane/proto'
 import { childLogger, histogram, registry, throttle } from '@openplane/telemetry'
+import { startAdmission, type Admission } from './admission.ts'
 import { directLane, type RpcOutcome } from './direct.ts'
 import { checkRequest, classify, MAX_LIST_ITEMS } from './errors.ts'
 import { listen, type ListenOptions, type Listener } from './listener.ts'
 import { buildRoutes, directRoutes, type RouteContext } from './routes/index.ts'
+import { overloaded } from './routes/util/overloaded.ts'
 
 const log = childLogger('server')
 
@@ -30,6 +32,11 @@ export interface ServerOptions extends ListenOptions {
   maxRequestBytes?: number
   /** A repeated field with more items is refused (invalid_argument); default MAX_LIST_ITEMS. */
   maxListItems?: number
+  /**
+   * Refuse new rpcs (resource_exhausted) while the event loop's recent delay exceeds this many
+   * ms (admission.ts); 0 or unset: never.
+   */
+  shedDelayMs?: number
   /**
    * Serve /metrics, /_health, /_ready, /_live and /_wait on this plain-HTTP port only, apart from
    * the rpc port (which then answers rpcs alone): scrapers and probes need not reach the port
@@ -98,16 +105,20 @@ export interface DataplaneServer {
 }
 
 /**
- * Times each rpc by method and answer code; refuses requests Postgres could not take before they
- * reach a handler; answers `deadline_exceeded` as soon as the caller's deadline (grpc-timeout or
+ * Times each rpc by method and answer code; refuses rpcs while the process is overloaded, and
+ * requests Postgres could not take, before they reach a handler; answers `deadline_exceeded` as soon as the caller's deadline (grpc-timeout or
  * connect-timeout-ms) passes, without waiting for the work; and turns whatever a handler throws
  * into an answer the caller can act on (errors.ts), logging the real error with the request id
  * it was given.
  */
-function guard(maxListItems: number, outcome: RpcOutcome): Interceptor {
+function guard(maxListItems: number, outcome: RpcOutcome, admission: Admission): Interceptor {
   return (next) => async (req) => {
     const end = rpcSeconds.startTimer({ method: req.method.name })
-    const refused = req.stream ? undefined : checkRequest(req.message, maxListItems)
+    const refused = admission.shed()
+      ? overloaded()
+      : req.stream
+        ? undefined
+        : checkRequest(req.message, maxListItems)
     if (refused) {
       end({ code: Code[refused.code] })
       throw refused
@@ -186,11 +197,12 @@ export const DEFAULT_MAX_REQUEST_BYTES = 16 * 1024 * 1024
 export async function startServer(opts: ServerOptions): Promise<DataplaneServer> {
   const impl = buildRoutes(opts.ctx)
   const outcome = rpcOutcome()
+  const admission = startAdmission(opts.shedDelayMs ?? 0)
   const maxListItems = opts.maxListItems ?? MAX_LIST_ITEMS
   const maxRequestBytes = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES
   const rpc = connectNodeAdapter({
     routes: (router: ConnectRouter) => router.service(Service, impl),
-    interceptors: [guard(maxListItems, outcome)],
+    interceptors: [guard(maxListItems, outcome, admission)],
     // The AppView sends no compression and accepts none; keep payloads plain and cheap.
     acceptCompression: [],
     readMaxBytes: maxRequestBytes,
@@ -201,6 +213,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     maxListItems,
     startTimer: (method) => rpcSeconds.startTimer({ method }),
     outcome,
+    admission,
   })
   const health = opts.health ?? (async () => ({ ready: true }))
   /** Answers the operational endpoints; false for any other request. */
@@ -270,6 +283,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     async close(drainMs?: number) {
       await listener.close(drainMs)
       await opsServer?.close()
+      admission.stop()
     },
   }
 }

@@ -2,8 +2,6 @@
 // stand in for the stock's "followed accounts" query, then own items join under the stock's page
 // rules. Kept equal to the server's mergeTimeline (tests compare them), without depending on the
 // server package.
-import { encodeMember } from './member.ts'
-import { descending } from './slices.ts'
 import type { TimelineItem } from './types.ts'
 
 /** feed_item columns as the server's Postgres timeline reads them. */
@@ -83,7 +81,28 @@ function mergeFollowed(
   celebrities: readonly TimelineItem[],
 ): TimelineItem[] {
   if (celebrities.length === 0) return [...timeline]
-  const byMember = new Map<string, TimelineItem>()
-  for (const item of [...timeline, ...celebrities]) byMember.set(encodeMember(item), item)
-  return [...byMember.keys()].sort(descending).map((m) => byMember.get(m)!)
+  // Both inputs are newest first and each holds an item once: merge them, keeping one of an item
+  // found in both (a celebrity's post fanned out before it crossed the threshold). Items are
+  // compared by their fields, not re-encoded into members: this runs on every read.
+  const out: TimelineItem[] = []
+  let i = 0
+  let j = 0
+  while (i < timeline.length || j < celebrities.length) {
+    const a = timeline[i]
+    const b = celebrities[j]
+    const order = !a ? 1 : !b ? -1 : newestFirst(a, b) || sameOrder(a, b)
+    if (order === 0) j++ // the same item in both: keep the timeline's
+    out.push(order > 0 ? b! : a!)
+    if (order > 0) j++
+    else i++
+  }
+  return out
+}
+
+/** Ties on (sortAt, cid): the member order (post, then repost, descending); 0 if the same item. */
+function sameOrder(a: TimelineItem, b: TimelineItem): number {
+  if (a.uri !== b.uri) return a.uri > b.uri ? -1 : 1
+  const ra = a.repost ?? ''
+  const rb = b.repost ?? ''
+  return ra === rb ? 0 : ra > rb ? -1 : 1
 }

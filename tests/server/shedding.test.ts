@@ -1,0 +1,92 @@
+// Load shedding: while the event loop lags past the bound, new rpcs are refused with
+// resource_exhausted on both lanes (the direct GetTimeline and Connect's), counted, and served
+// again once the lag is gone. The lag is made here by holding this process's loop in 40 ms slices,
+// as a saturated process does between its callbacks.
+import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
+import { Code, ConnectError } from '@connectrpc/connect'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
+import { createIdentity } from '@openplane/identity'
+import { startServer, type DataplaneServer } from '@openplane/server'
+import { PG_URL, uniqueName } from '../harness/env.ts'
+import { dropSchemas } from '../harness/stock-network.ts'
+
+type Client = ReturnType<typeof createDataPlaneClient>
+
+const answer = (call: Promise<unknown>): Promise<string> =>
+  call.then(
+    () => 'ok',
+    (e: unknown) => Code[ConnectError.from(e).code] ?? 'unknown',
+  )
+
+/** Holds the event loop in `slice`-ms pieces for `ms`, letting one turn run between them. */
+async function busy(ms: number, slice = 40): Promise<void> {
+  const end = performance.now() + ms
+  while (performance.now() < end) {
+    const until = performance.now() + slice
+    while (performance.now() < until);
+    await new Promise((r) => setImmediate(r))
+  }
+}
+
+describe('load shedding', () => {
+  const schema = uniqueName('op_shed')
+  let db: Db
+  let server: DataplaneServer
+  let h1: Client
+  let h2: Client
+
+  beforeAll(async () => {
+    db = createPgDb({ url: PG_URL, schema, poolSize: 2 })
+    await migrateToLatest(db)
+    const identity = createIdentity({ plcUrl: 'http://127.0.0.1:1', allowPrivateNetwork: true })
+    server = await startServer({
+      host: '127.0.0.1',
+      port: 0,
+      ctx: { db: db.db, identity },
+      shedDelayMs: 20,
+    })
+    h1 = createDataPlaneClient(new BasicHostList([server.url]), { httpVersion: '1.1' })
+    h2 = createDataPlaneClient(new BasicHostList([server.url]), { httpVersion: '2' })
+  })
+
+  afterAll(async () => {
+    await server?.close()
+    await db?.close()
+    await dropSchemas([schema])
+  })
+
+  const metrics = async () => (await fetch(`${server.url}/metrics`)).text()
+  const timeline = (c: Client) => c.getTimeline({ actorDid: 'did:plc:reader', limit: 10 })
+
+  it('refuses rpcs on both lanes while the loop lags, and serves them once it does not', async () => {
+    expect(await answer(timeline(h2))).toBe('ok')
+    expect(await answer(h1.ping({}))).toBe('ok')
+
+    let during: Promise<string[]> | undefined
+    let shedding = ''
+    const load = busy(900)
+    // Asked once the lag has built up; they are read and answered between the slices.
+    setTimeout(() => {
+      during = Promise.all([answer(timeline(h2)), answer(h1.ping({}))])
+      void metrics().then((m) => (shedding = /^openplane_load_shedding (\d)/m.exec(m)?.[1] ?? ''))
+    }, 300)
+    await load
+    expect(await during).toEqual(['ResourceExhausted', 'ResourceExhausted'])
+    expect(shedding).toBe('1')
+
+    await new Promise((r) => setTimeout(r, 300))
+    expect(await answer(timeline(h2))).toBe('ok')
+    expect(await answer(h1.ping({}))).toBe('ok')
+    const after = await metrics()
+    expect(after).toMatch(/^openplane_load_shedding 0/m)
+    for (const method of ['GetTimeline', 'Ping']) {
+      expect(after).toMatch(
+        new RegExp(
+          `^openplane_rpc_duration_seconds_count\\{method="${method}",code="ResourceExhausted"\\} 1$`,
+          'm',
+        ),
+      )
+    }
+  })
+})
