@@ -31,6 +31,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
+import { Code, ConnectError } from '@connectrpc/connect'
 import {
   didFor,
   formatLoadReport,
@@ -68,6 +69,8 @@ interface StepResult {
   p95: number
   p99: number
   errors: number
+  /** Of the errors, refused as overloaded (resource_exhausted). */
+  shed: number
   dropped: number
   /** This process's CPU over the step, as a share of one core. */
   generatorCpu: number
@@ -132,6 +135,7 @@ async function step(
 ): Promise<StepResult> {
   const latencies: number[] = []
   let errors = 0
+  let shed = 0
   let dropped = 0
   let inFlight = 0
   let sent = 0
@@ -156,7 +160,10 @@ async function step(
             .getTimeline({ actorDid: reader, limit: 50, cursor: '' })
             .then(
               () => void latencies.push(performance.now() - start),
-              () => void errors++,
+              (e: unknown) => {
+                errors++
+                if (ConnectError.from(e).code === Code.ResourceExhausted) shed++
+              },
             )
             .finally(() => inFlight--),
         )
@@ -179,6 +186,7 @@ async function step(
     p95: quantile(sorted, 0.95),
     p99: quantile(sorted, 0.99),
     errors,
+    shed,
     dropped,
     generatorCpu: (cpu.user + cpu.system) / 1e6 / elapsed,
   }
@@ -214,7 +222,7 @@ async function sweep(
     results.push(r)
     log(
       `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
-        `p95 ${r.p95.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors}, dropped ${r.dropped}, ` +
+        `p95 ${r.p95.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors} (shed ${r.shed}), dropped ${r.dropped}, ` +
         `generator cpu ${(r.generatorCpu * 100).toFixed(0)}%` +
         (r.cpuPerRead === undefined ? '' : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read`),
     )
