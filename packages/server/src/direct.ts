@@ -110,7 +110,9 @@ function serve(
     )
   }
   // Closed before the answer: the caller cancelled (or its deadline passed on its side).
-  req.once('close', () => finish(undefined))
+  req.once('close', () =>
+    finish(undefined, new ConnectError('the caller cancelled the request', Code.Canceled)),
+  )
   const chunks: Buffer[] = []
   let size = 0
   req.on('data', (chunk: Buffer) => {
