@@ -170,7 +170,9 @@ describe('two servers, one Redis: the indexer’s and one following the feed', (
       .insertInto('follow')
       .values(insertable(followRow('gd', 'ga')))
       .execute()
-    // ... and a new writer, which starts a new chain.
+    // ... and a new writer, which starts a new chain. (The count is taken first: the reader may
+    // notice the new chain before the next line runs.)
+    const reloads = await metric('openplane_graph_feed_reloads_total', { reason: 'gap' })
     const restarted = new GraphFeedWriter(await client(), { key: feedKey })
     await restarted.open()
     await restarted.append([
@@ -186,7 +188,6 @@ describe('two servers, one Redis: the indexer’s and one following the feed', (
       .insertInto('follow')
       .values(insertable(followRow('ge', 'ga')))
       .execute()
-    const reloads = await metric('openplane_graph_feed_reloads_total', { reason: 'gap' })
     await reader.follower.caughtUp()
     expect(await metric('openplane_graph_feed_reloads_total', { reason: 'gap' })).toBe(reloads + 1)
     expect(reader.graph.isFollowing(did('gd'), did('ga'))).toBe(true)
