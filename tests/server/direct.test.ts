@@ -135,13 +135,37 @@ describe('the direct lane', () => {
     await locker.query('BEGIN')
     await locker.query(`LOCK TABLE "${schema}".feed_item IN ACCESS EXCLUSIVE MODE`)
     try {
-      const before = await metric('DeadlineExceeded')
       const t0 = performance.now()
       const err = await h2
         .getTimeline({ actorDid: did(0), limit: 10 }, { timeoutMs: 300 })
         .then(() => undefined, ConnectError.from)
       expect(err?.code).toBe(Code.DeadlineExceeded)
       expect(performance.now() - t0).toBeLessThan(3000)
+      // The server's own answer: a caller that sends grpc-timeout but keeps no timer of its own
+      // (the client above races the server to the deadline and may cancel first).
+      const before = await metric('DeadlineExceeded')
+      const session = http2.connect(server.url)
+      try {
+        const status = await new Promise<string>((resolve, reject) => {
+          const head = Buffer.alloc(5)
+          const msg = new GetTimelineRequest({ actorDid: did(0), limit: 10 }).toBinary()
+          head.writeUInt32BE(msg.length, 1)
+          const stream = session.request({
+            ':method': 'POST',
+            ':path': '/bsky.Service/GetTimeline',
+            'content-type': 'application/grpc',
+            'grpc-timeout': '300m',
+            te: 'trailers',
+          })
+          stream.on('response', (h) => resolve(String(h['grpc-status'] ?? '')))
+          stream.on('error', reject)
+          stream.resume()
+          stream.end(Buffer.concat([head, msg]))
+        })
+        expect(status).toBe(String(Code.DeadlineExceeded))
+      } finally {
+        session.close()
+      }
       expect((await metric('DeadlineExceeded')) - before).toBe(1)
     } finally {
       await locker.query('ROLLBACK')
