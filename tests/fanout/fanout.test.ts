@@ -15,7 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
-import { did, storedPost } from './fixtures.ts'
+import { did, followRow, storedPost } from './fixtures.ts'
 
 /**
  * The in-process store with faults on demand: the next fan-out write fails (as one that passed
@@ -83,15 +83,7 @@ describe('fan-out', () => {
     const follow = (a: string, b: string): Change => ({
       table: 'follow',
       op: 'insert',
-      row: {
-        uri: `at://${did(a)}/app.bsky.graph.follow/${a}${b}${seq}`,
-        cid: 'bafyfollow',
-        creator: did(a),
-        subjectDid: did(b),
-        createdAt: '2025-01-01T00:00:00.000Z',
-        indexedAt: '2025-01-01T00:00:00.000Z',
-        sortAt: '2025-01-01T00:00:00.000Z',
-      },
+      row: followRow(a, b, String(seq)),
     })
     const unfollow = (a: string, b: string): Change => ({ ...follow(a, b), op: 'delete' })
     /** A post: its feed_item row in Postgres (what rebuilds read) and the change. */

@@ -1,5 +1,5 @@
 // Rows the fan-out tests commit: a post's feed_item, stored where rebuilds read it, and the
-// change the writer would hand over for it.
+// change the writer would hand over for it; a follow row.
 import type { Db } from '@openplane/db'
 import type { Change, FeedItemValues } from '@openplane/ingest'
 
@@ -25,3 +25,14 @@ export async function storedPost(
     .execute()
   return [{ table: 'feed_item', op: 'insert', row }, row]
 }
+
+/** `a` follows `b` as a follow row (with the sortAt Postgres generates); `tag` tells rows apart. */
+export const followRow = (a: string, b: string, tag = '') => ({
+  uri: `at://${did(a)}/app.bsky.graph.follow/${a}-${b}${tag}`,
+  cid: 'bafyfollow',
+  creator: did(a),
+  subjectDid: did(b),
+  createdAt: '2025-01-01T00:00:00.000Z',
+  indexedAt: '2025-01-01T00:00:00.000Z',
+  sortAt: '2025-01-01T00:00:00.000Z',
+})

@@ -24,8 +24,6 @@ const WINDOW = 10
 export interface Admission {
   /** Whether a new rpc should be refused now. */
   shed(): boolean
-  /** The recent mean delay, ms. */
-  delayMs(): number
   stop(): void
 }
 
@@ -52,7 +50,6 @@ export function startAdmission(maxDelayMs: number): Admission {
   timer.unref()
   return {
     shed: () => over,
-    delayMs: () => Math.max(0, sum / WINDOW),
     stop: () => clearInterval(timer),
   }
 }

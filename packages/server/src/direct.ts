@@ -173,7 +173,7 @@ function decodeEnvelope(route: DirectRoute, body: Buffer, maxListItems: number) 
 }
 
 /** A grpc-timeout header's deadline in ms; undefined when absent or malformed (no deadline). */
-export function parseTimeout(header: string | string[] | undefined): number | undefined {
+function parseTimeout(header: string | string[] | undefined): number | undefined {
   if (typeof header !== 'string') return undefined
   const m = /^(\d{1,8})([HMSmun])$/.exec(header)
   if (!m) return undefined

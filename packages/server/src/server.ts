@@ -106,10 +106,10 @@ export interface DataplaneServer {
 
 /**
  * Times each rpc by method and answer code; refuses rpcs while the process is overloaded, and
- * requests Postgres could not take, before they reach a handler; answers `deadline_exceeded` as soon as the caller's deadline (grpc-timeout or
- * connect-timeout-ms) passes, without waiting for the work; and turns whatever a handler throws
- * into an answer the caller can act on (errors.ts), logging the real error with the request id
- * it was given.
+ * requests Postgres could not take, before they reach a handler; answers `deadline_exceeded` as
+ * soon as the caller's deadline (grpc-timeout or connect-timeout-ms) passes, without waiting for
+ * the work; and turns whatever a handler throws into an answer the caller can act on
+ * (errors.ts), logging the real error with the request id it was given.
  */
 function guard(maxListItems: number, outcome: RpcOutcome, admission: Admission): Interceptor {
   return (next) => async (req) => {
