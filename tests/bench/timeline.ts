@@ -23,6 +23,11 @@
 //   BENCH_ONLY      stock | ours | load (load the data and stop; default: both sides)
 //   BENCH_SERVERS   server process counts of ours to run (default 1,2)
 //   BENCH_SEQUENTIAL requests of the sequential run (default 2000)
+//   BENCH_DRIVER    raw (default: a lean HTTP/2 gRPC client, grpc-h2.ts) or connect (the
+//                   AppView's own client) for ours' load steps; the stock speaks HTTP/1.1 only
+//                   and is always driven by the AppView's client
+//   BENCH_SESSIONS  HTTP/2 sessions per url of the raw driver (default 1, as the AppView has)
+//   BENCH_REDIS     host:port of a Redis to keep timelines in across runs (default: a private one)
 //   BENCH_PROFILE   a directory: CPU-profile our servers (through their inspectors) during the
 //                   step at BENCH_PROFILE_AT req/s (default 400), save the profiles there and
 //                   print where the time went
@@ -45,6 +50,7 @@ import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
 import { processCpu, rss } from './proc.ts'
+import { rawGrpcClient, timelineRequestFrame, type RawGrpcClient } from './grpc-h2.ts'
 import { summarise } from './profile-summary.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
@@ -57,10 +63,16 @@ const SERVERS = (process.env.BENCH_SERVERS ?? '1,2').split(',').map(Number)
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2000)
 const PROFILE_DIR = process.env.BENCH_PROFILE
 const PROFILE_AT = Number(process.env.BENCH_PROFILE_AT ?? 400)
+const DRIVER = process.env.BENCH_DRIVER ?? 'raw'
+if (DRIVER !== 'raw' && DRIVER !== 'connect') throw new Error('BENCH_DRIVER: raw or connect')
+const RAW_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1)
+const KEEP_REDIS = process.env.BENCH_REDIS
 
 const log = (...a: unknown[]) => console.log('[bench:timeline]', ...a)
 
 type Client = ReturnType<typeof createDataPlaneClient>
+/** One GetTimeline call (first page, limit 50) for a reader, through whichever client a side uses. */
+type Read = (reader: string) => Promise<unknown>
 
 interface StepResult {
   offered: number
@@ -107,14 +119,22 @@ async function ensureLoaded(schema: string): Promise<void> {
 }
 
 /** Every reader's first page, a few requests at a time. */
-async function readAll(client: Client, readers: string[]): Promise<void> {
+async function readAll(read: Read, readers: string[]): Promise<void> {
   for (let i = 0; i < readers.length; i += 8) {
-    await Promise.all(
-      readers
-        .slice(i, i + 8)
-        .map((r) => client.getTimeline({ actorDid: r, limit: 50, cursor: '' })),
-    )
+    await Promise.all(readers.slice(i, i + 8).map(read))
   }
+}
+
+/** Reads through the AppView's own client (Connect). */
+const connectRead =
+  (client: Client): Read =>
+  (reader) =>
+    client.getTimeline({ actorDid: reader, limit: 50, cursor: '' })
+
+/** Reads through the lean client, with every reader's request encoded up front. */
+function rawRead(client: RawGrpcClient, readers: string[]): Read {
+  const frames = new Map(readers.map((r) => [r, timelineRequestFrame(r)]))
+  return (reader) => client.getTimeline(frames.get(reader)!)
 }
 
 /** The default schema name: digits spelled as letters a–j. */
@@ -128,7 +148,7 @@ function quantile(sorted: Float64Array, q: number): number {
 
 /** Offers `rate` req/s for `seconds`, each for a reader drawn in a fixed sequence. */
 async function step(
-  client: Client,
+  read: Read,
   readers: string[],
   rate: number,
   seconds: number,
@@ -156,8 +176,7 @@ async function step(
         inFlight++
         const start = performance.now()
         done.push(
-          client
-            .getTimeline({ actorDid: reader, limit: 50, cursor: '' })
+          read(reader)
             .then(
               () => void latencies.push(performance.now() - start),
               (e: unknown) => {
@@ -193,11 +212,11 @@ async function step(
 }
 
 /** One request at a time: the latency of a read on an idle server. */
-async function sequential(client: Client, readers: string[], n: number): Promise<number> {
+async function sequential(read: Read, readers: string[], n: number): Promise<number> {
   const latencies = new Float64Array(n)
   for (let i = 0; i < n; i++) {
     const start = performance.now()
-    await client.getTimeline({ actorDid: readers[i % readers.length]!, limit: 50, cursor: '' })
+    await read(readers[i % readers.length]!)
     latencies[i] = performance.now() - start
   }
   return quantile(latencies.sort(), 0.5)
@@ -206,7 +225,7 @@ async function sequential(client: Client, readers: string[], n: number): Promise
 /** Steps up the offered load until p99 exceeds the goal or throughput falls behind. */
 async function sweep(
   name: string,
-  client: Client,
+  read: Read,
   readers: string[],
   servers: Ours[] = [],
 ): Promise<StepResult[]> {
@@ -216,8 +235,8 @@ async function sweep(
     const c0 = cpu()
     const r =
       PROFILE_DIR && rate === PROFILE_AT && servers.length
-        ? await profiled(name, servers, () => step(client, readers, rate, SECONDS))
-        : await step(client, readers, rate, SECONDS)
+        ? await profiled(name, servers, () => step(read, readers, rate, SECONDS))
+        : await step(read, readers, rate, SECONDS)
     if (servers.length) r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
     results.push(r)
     log(
@@ -267,6 +286,20 @@ async function waitFor<T>(get: () => Promise<T> | undefined): Promise<T> {
   }
 }
 
+/**
+ * A Redis the caller runs (BENCH_REDIS=host:port), kept after the run with its timelines, so
+ * a rerun skips rebuilding them from Postgres. Only for iterating on our side.
+ */
+function keptRedis(at: string): Pick<RedisServer, 'host' | 'port' | 'cli' | 'dispose'> {
+  const [host = '127.0.0.1', port = '6379'] = at.split(':')
+  return {
+    host,
+    port: Number(port),
+    cli: async (...args) => execFileSync('redis-cli', ['-h', host, '-p', port, ...args]).toString(),
+    dispose: async () => {},
+  }
+}
+
 const maxHolding = (results: StepResult[]): number =>
   Math.max(
     0,
@@ -295,7 +328,7 @@ interface Ours {
 
 async function spawnOurs(
   schema: string,
-  redis: RedisServer,
+  redis: Pick<RedisServer, 'host' | 'port'>,
   firehose: string,
   indexer = true,
 ): Promise<Ours> {
@@ -348,22 +381,26 @@ async function main(): Promise<void> {
 
   const results: Record<string, StepResult[]> = {}
   const seq: Record<string, number> = {}
+  /** Ours' sequential p50 through the AppView's client (seq holds the lean client's). */
+  const seqVia: Record<string, number> = {}
   if (only !== 'ours') {
     const stock = await spawnStock(schema)
     try {
       // The stock dataplane's server speaks HTTP/1.1 only.
-      const client = createDataPlaneClient(new BasicHostList([stock.url]), { httpVersion: '1.1' })
+      const read = connectRead(
+        createDataPlaneClient(new BasicHostList([stock.url]), { httpVersion: '1.1' }),
+      )
       // One pass first: both sides start with a warm Postgres cache.
-      await readAll(client, readers)
-      seq.stock = await sequential(client, readers, SEQUENTIAL)
+      await readAll(read, readers)
+      seq.stock = await sequential(read, readers, SEQUENTIAL)
       log(`stock: sequential p50 ${seq.stock.toFixed(3)} ms`)
-      results.stock = await sweep('stock', client, readers)
+      results.stock = await sweep('stock', read, readers)
     } finally {
       await stock.stop()
     }
   }
   if (only !== 'stock') {
-    const redis = await startRedisServer()
+    const redis = KEEP_REDIS ? keptRedis(KEEP_REDIS) : await startRedisServer()
     const servers: Ours[] = []
     try {
       for (const n of SERVERS) {
@@ -376,18 +413,28 @@ async function main(): Promise<void> {
           log(`server ${servers.length} ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
         }
         const name = `ours×${n}`
-        const client = createDataPlaneClient(new BasicHostList(servers.map((s) => s.child.url)), {
-          httpVersion: '2',
-        })
+        const urls = servers.map((s) => s.child.url)
+        const connect = connectRead(
+          createDataPlaneClient(new BasicHostList(urls), { httpVersion: '2' }),
+        )
+        const raw = rawGrpcClient(urls, RAW_SESSIONS)
+        const read = DRIVER === 'raw' ? rawRead(raw, readers) : connect
         // Active readers: their timelines materialise on first read.
         const t0 = performance.now()
-        for (let pass = 0; pass < 2; pass++) await readAll(client, readers)
+        for (let pass = 0; pass < 2; pass++) await readAll(read, readers)
         log(
           `${name}: warmed ${readers.length} timelines in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
         )
-        seq[name] = await sequential(client, readers, SEQUENTIAL)
-        log(`${name}: sequential p50 ${seq[name].toFixed(3)} ms`)
-        results[name] = await sweep(name, client, readers, servers)
+        // Sequential through both clients: the lean one shows the server's latency, the
+        // AppView's own what a caller like it sees.
+        seq[name] = await sequential(rawRead(raw, readers), readers, SEQUENTIAL)
+        const seqConnect = await sequential(connect, readers, SEQUENTIAL)
+        seqVia[name] = seqConnect
+        log(
+          `${name}: sequential p50 ${seq[name].toFixed(3)} ms (lean client), ${seqConnect.toFixed(3)} ms (the AppView's client)`,
+        )
+        results[name] = await sweep(name, read, readers, servers)
+        raw.close()
         for (const { child: c } of servers) {
           const metrics = await (await fetch(`${c.url}/metrics`)).text()
           log(
@@ -427,7 +474,9 @@ async function main(): Promise<void> {
   for (const n of sides) {
     const cpu = results[n]!.map((r) => r.cpuPerRead).filter((x): x is number => x !== undefined)
     console.log(
-      `${n}: sequential p50 ${seq[n]?.toFixed(3)} ms, max rps at p99<=${P99_GOAL_MS}ms ${maxHolding(results[n]!)}` +
+      `${n}: sequential p50 ${seq[n]?.toFixed(3)} ms` +
+        (seqVia[n] === undefined ? '' : ` (${seqVia[n].toFixed(3)} ms through Connect)`) +
+        `, max rps at p99<=${P99_GOAL_MS}ms ${maxHolding(results[n]!)}` +
         (cpu.length ? `, server cpu per read ${cpu.map((c) => c.toFixed(2)).join('/')} ms` : ''),
     )
   }

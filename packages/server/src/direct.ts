@@ -1,12 +1,12 @@
 // The direct lane: the hottest unary rpcs (routes/index.ts directRoutes) answered straight off
-// the HTTP/2 request, for the one wire the AppView uses on HTTP/2: gRPC, uncompressed protobuf.
+// the HTTP/2 stream, for the one wire the AppView uses on HTTP/2: gRPC, uncompressed protobuf.
 // Connect's per-request machinery (async iterables, header objects, abort controllers and their
-// DOMExceptions, reflection-driven encoding) costs more CPU than a fan-out timeline read itself;
-// here a request is one buffer in, one frame out. Everything else (other methods, HTTP/1.1,
-// gRPC-web, Connect, compressed messages) goes to Connect unchanged. The lane keeps the guard's
-// contract: same metrics, request limits, deadline and error answers.
-import type http from 'node:http'
-import type http2 from 'node:http2'
+// DOMExceptions, reflection-driven encoding) costs more CPU than a fan-out timeline read itself,
+// and so do Node's HTTP/2 compatibility objects (a Readable request and a response per call);
+// here a request is one buffer in, one frame out, on the stream itself. Everything else (other
+// methods, HTTP/1.1, gRPC-web, Connect, compressed messages) goes to Connect unchanged. The lane
+// keeps the guard's contract: same metrics, request limits, deadline and error answers.
+import http2 from 'node:http2'
 import { Code, ConnectError } from '@connectrpc/connect'
 import type { Admission } from './admission.ts'
 import { checkRequest } from './errors.ts'
@@ -42,30 +42,31 @@ const TIMEOUT_UNITS: Record<string, number> = {
   n: 0.000001,
 }
 
-/** A request handler that takes the requests it serves (true) and leaves the rest (false). */
+const { HTTP2_HEADER_METHOD, HTTP2_HEADER_PATH, HTTP2_HEADER_STATUS, HTTP2_HEADER_CONTENT_TYPE } =
+  http2.constants
+
+/** A stream handler that takes the streams it serves (true) and leaves the rest (false). */
 export function directLane(
   opts: DirectLaneOptions,
-): (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => boolean {
-  return (req, res) => {
-    if (req.httpVersionMajor !== 2 || req.method !== 'POST') return false
-    const route = opts.routes.get(req.url ?? '')
+): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
+  return (stream, headers) => {
+    if (headers[HTTP2_HEADER_METHOD] !== 'POST') return false
+    const path = headers[HTTP2_HEADER_PATH]
+    const route = typeof path === 'string' ? opts.routes.get(path) : undefined
     if (!route) return false
-    const type = req.headers['content-type']
-    if (!type || !GRPC_TYPES.has(type)) return false
-    const encoding = req.headers['grpc-encoding']
+    const type = headers[HTTP2_HEADER_CONTENT_TYPE]
+    if (typeof type !== 'string' || !GRPC_TYPES.has(type)) return false
+    const encoding = headers['grpc-encoding']
     if (encoding && encoding !== 'identity') return false
-    serve(route, req as http2.Http2ServerRequest, res as http2.Http2ServerResponse, type, opts)
+    serve(route, stream, headers, type, opts)
     return true
   }
 }
 
 function serve(
   route: DirectRoute,
-  req: http2.Http2ServerRequest,
-  res: http2.Http2ServerResponse,
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
   contentType: string,
   opts: DirectLaneOptions,
 ): void {
@@ -76,33 +77,41 @@ function serve(
     if (done) return
     done = true
     clearTimeout(timer)
-    if (res.destroyed || res.stream.closed) {
+    if (stream.destroyed || stream.closed) {
       // The caller went away first: its answer has nowhere to go.
       end({ code: Code[Code.Canceled] })
       return
     }
     if (frame) {
       end({ code: 'ok' })
-      res.writeHead(200, { 'content-type': contentType })
-      res.addTrailers({ 'grpc-status': '0' })
-      res.end(frame)
+      stream.respond(
+        { [HTTP2_HEADER_STATUS]: 200, [HTTP2_HEADER_CONTENT_TYPE]: contentType },
+        { waitForTrailers: true },
+      )
+      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }))
+      stream.end(frame)
       return
     }
     const error = opts.outcome(route.name, err, end)
     // Trailers-only: the status in the one header block, no message.
-    res.writeHead(200, {
-      'content-type': contentType,
-      'grpc-status': String(error.code),
-      'grpc-message': encodeURIComponent(error.rawMessage),
-    })
-    res.end()
+    stream.respond(
+      {
+        [HTTP2_HEADER_STATUS]: 200,
+        [HTTP2_HEADER_CONTENT_TYPE]: contentType,
+        'grpc-status': String(error.code),
+        'grpc-message': encodeURIComponent(error.rawMessage),
+      },
+      { endStream: true },
+    )
   }
+  // A reset by the caller surfaces as an error on the stream; 'close' below answers it.
+  stream.on('error', () => {})
   if (opts.admission.shed()) {
     // Refused before its body is read: the cheapest answer the process can give.
     finish(undefined, overloaded())
     return
   }
-  const timeoutMs = parseTimeout(req.headers['grpc-timeout'])
+  const timeoutMs = parseTimeout(headers['grpc-timeout'])
   if (timeoutMs !== undefined) {
     timer = setTimeout(
       () => finish(undefined, new ConnectError('the operation timed out', Code.DeadlineExceeded)),
@@ -110,12 +119,12 @@ function serve(
     )
   }
   // Closed before the answer: the caller cancelled (or its deadline passed on its side).
-  req.once('close', () =>
+  stream.once('close', () =>
     finish(undefined, new ConnectError('the caller cancelled the request', Code.Canceled)),
   )
   const chunks: Buffer[] = []
   let size = 0
-  req.on('data', (chunk: Buffer) => {
+  stream.on('data', (chunk: Buffer) => {
     size += chunk.length
     if (size > opts.maxRequestBytes) {
       finish(
@@ -125,12 +134,12 @@ function serve(
           Code.ResourceExhausted,
         ),
       )
-      req.pause()
+      stream.pause()
       return
     }
     chunks.push(chunk)
   })
-  req.once('end', () => {
+  stream.once('end', () => {
     if (done) return
     const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)
     let message

@@ -28,6 +28,15 @@ export type RequestHandler = (
   res: http.ServerResponse | http2.Http2ServerResponse,
 ) => void
 
+/**
+ * Takes an HTTP/2 stream before Node's compatibility layer wraps it in a request and response
+ * (true: served), or leaves it to the request handler (false).
+ */
+export type StreamHandler = (
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+) => boolean
+
 export interface ListenOptions {
   host: string
   port: number
@@ -88,18 +97,33 @@ export interface Listener {
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 
-export async function listen(serve: RequestHandler, opts: ListenOptions): Promise<Listener> {
+export async function listen(
+  serve: RequestHandler,
+  opts: ListenOptions,
+  serveStream?: StreamHandler,
+): Promise<Listener> {
   const limits = { ...DEFAULT_LIMITS, ...opts.limits }
   // Requests in flight, so a close can wait for them.
   let inFlight = 0
   let drained: (() => void) | undefined
-  const handler: RequestHandler = (req, res) => {
+  const track = (closable: { once(event: 'close', listener: () => void): unknown }) => {
     inFlight++
-    res.once('close', () => {
+    closable.once('close', () => {
       inFlight--
       if (inFlight === 0) drained?.()
     })
+  }
+  const handler: RequestHandler = (req, res) => {
+    track(res)
     serve(req, res)
+  }
+  const streams = (h2: http2.Http2Server | http2.Http2SecureServer) => {
+    if (serveStream)
+      takeStreams(h2, (stream, headers) => {
+        if (!serveStream(stream, headers)) return false
+        track(stream)
+        return true
+      })
   }
   const allow = limits.allowFrom ? allowList(limits.allowFrom) : undefined
   const sockets = new Set<net.Socket>()
@@ -119,6 +143,7 @@ export async function listen(serve: RequestHandler, opts: ListenOptions): Promis
       { ...opts.tls, allowHTTP1: true, handshakeTimeout: limits.firstByteMs },
       handler,
     )
+    streams(h2)
     h2.on('secureConnection', (socket: net.Socket) => idle(socket))
     h2.setTimeout(limits.idleMs)
     sessions = trackSessions(h2)
@@ -128,6 +153,7 @@ export async function listen(serve: RequestHandler, opts: ListenOptions): Promis
     // Node sets a kept-alive socket's timeout to this after each response.
     h1.keepAliveTimeout = Math.min(65_000, limits.idleMs)
     const h2 = http2.createServer(handler)
+    streams(h2)
     h2.setTimeout(limits.idleMs)
     sessions = trackSessions(h2)
     outer = net.createServer((socket) => {
@@ -180,6 +206,28 @@ export async function listen(serve: RequestHandler, opts: ListenOptions): Promis
       await closed
     },
   }
+}
+
+/**
+ * Puts `take` in front of the server's compatibility layer: Node wraps every stream in a request
+ * and response from its own 'stream' listener, added with the 'request' listener; that listener
+ * now runs only for the streams `take` leaves.
+ */
+function takeStreams(
+  server: http2.Http2Server | http2.Http2SecureServer,
+  take: StreamHandler,
+): void {
+  type OnStream = (this: unknown, ...args: unknown[]) => void
+  const compat = server.listeners('stream') as OnStream[]
+  if (compat.length !== 1) {
+    throw new Error(`expected one compatibility 'stream' listener, found ${compat.length}`)
+  }
+  const wrap = compat[0]!
+  server.removeListener('stream', wrap)
+  server.on('stream', function (this: unknown, ...args: unknown[]) {
+    const [stream, headers] = args as [http2.ServerHttp2Stream, http2.IncomingHttpHeaders]
+    if (!take(stream, headers)) wrap.apply(this, args)
+  })
 }
 
 function trackSessions(

@@ -269,10 +269,9 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     res: http.ServerResponse | http2.Http2ServerResponse,
   ) => {
     if (!opsServer && ops(req, res)) return
-    if (direct(req, res)) return
     rpc(req, res)
   }
-  const listener: Listener = await listen(handler, opts)
+  const listener: Listener = await listen(handler, opts, direct)
   const scheme = opts.tls ? 'https' : 'http'
   log.info({ host: opts.host, port: listener.port, tls: !!opts.tls }, 'bsky.Service listening')
   const url = `${scheme}://${opts.host}:${listener.port}`
