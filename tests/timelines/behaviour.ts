@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import {
   cursorOf,
   seededRandom,
+  type PageOptions,
   type TimelineItem,
   type TimelineStore,
   type TimelineStoreOptions,
@@ -349,6 +350,74 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       )
       expect(await store.removeAuthorRecent(other, early.uri)).toBe(1)
       expect(await store.removeAuthorRecent(other, theirs[0]!)).toBe(1)
+    })
+  })
+
+  describe('a home page in one read', () => {
+    it('reads the timeline, own and celebrity lists exactly as the single-list reads do', async () => {
+      const store = await make({ targetLength: 6, authorTargetLength: 4 })
+      const other = did('celebtwo')
+      const composed = async (reader: string, celebs: string[], opts: PageOptions) => {
+        const [timeline, own] = await Promise.all([
+          store.page(reader, opts),
+          store.authorRecent([reader], opts),
+        ])
+        if (!timeline || !celebs.length) return { timeline, own, celebrities: undefined }
+        const full = timeline.items.length === opts.limit
+        const atLeast = full ? timeline.items.at(-1) : undefined
+        return {
+          timeline,
+          own,
+          celebrities: await store.authorRecent(celebs, { ...opts, atLeast }),
+        }
+      }
+      const same = async (reader: string, celebs: string[], opts: PageOptions) => {
+        const got = await store.home(reader, celebs, opts)
+        expect(got).toEqual(await composed(reader, celebs, opts))
+        return got
+      }
+      // Nothing materialised: no timeline, own list missing, celebrities not read.
+      expect(await same(alice, [celeb], { limit: 3 })).toEqual({
+        timeline: null,
+        own: { items: [], complete: false, missing: [alice] },
+        celebrities: undefined,
+      })
+      const followed = Array.from({ length: 8 }, (_, i) => post(bob, iso(T0 + i * 10)))
+      const mine = Array.from({ length: 3 }, (_, i) => post(alice, iso(T0 + 5 + i * 10)))
+      const starred = Array.from({ length: 6 }, (_, i) => post(celeb, iso(T0 + 3 + i * 13)))
+      const theirs = Array.from({ length: 2 }, (_, i) => post(other, iso(T0 + 7 + i * 31)))
+      // A bounded rebuild of 7 rows keeps 6 and a horizon; celeb's list keeps its newest 4.
+      const token = await store.startRebuild(alice)
+      await store.materialise(alice, stockPage(followed, 7), { complete: false, token })
+      await store.materialiseAuthor(alice, mine, { complete: true })
+      await store.materialiseAuthor(celeb, starred, { complete: true })
+      // Own list present, one celebrity missing: reported, the others read.
+      const partial = await same(alice, [celeb, other], { limit: 3 })
+      expect(partial.celebrities?.missing).toEqual([other])
+      await store.materialiseAuthor(other, theirs, { complete: true })
+      // A full timeline page: the celebrities read only down to its last item.
+      const full = await same(alice, [celeb, other, celeb], { limit: 3 })
+      expect(full.timeline).toEqual({ items: stockPage(followed, 3), complete: true })
+      expect(full.own).toEqual({ items: stockPage(mine, 3), complete: true, missing: [] })
+      const floor = stockPage(followed, 3).at(-1)!
+      expect(full.celebrities).toEqual({
+        items: stockPage([...starred, ...theirs], 3).filter((x) => stockOrder(x, floor) <= 0),
+        complete: true,
+        missing: [],
+      })
+      // Past the timeline's horizon, after a cursor, no celebrities, and an empty own list.
+      await same(alice, [celeb, other], { limit: 8 })
+      const before = decodeTimeKey(cursorOf(stockPage(followed, 8)[4]!))
+      await same(alice, [celeb, other], { limit: 3, before })
+      await same(alice, [], { limit: 4 })
+      await store.materialiseAuthor(carol, [], { complete: true })
+      const t2 = await store.startRebuild(carol)
+      await store.materialise(carol, [], { complete: true, token: t2 })
+      expect(await same(carol, [other], { limit: 2 })).toEqual({
+        timeline: { items: [], complete: true },
+        own: { items: [], complete: true, missing: [] },
+        celebrities: { items: stockPage(theirs, 2), complete: true, missing: [] },
+      })
     })
   })
 

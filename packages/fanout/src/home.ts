@@ -202,19 +202,14 @@ export class HomeTimelines {
     if (Date.now() < this.#readsPausedUntil) return { page: miss('unavailable') }
     const opts = { limit: limit + 1, before }
     try {
-      // The timeline and the reader's own list first; then the followed celebrities' lists,
-      // read only down to the timeline page's oldest item when the page is full (nothing older
-      // can make the merged page), which keeps big celebrity merges cheap.
-      const [, page, own] = await Promise.all([
+      // The timeline, the reader's own list and the followed celebrities' lists in one read;
+      // the celebrities' only down to the timeline page's oldest item when the page is full
+      // (nothing older can make the merged page), which keeps big celebrity merges cheap.
+      const [, got] = await Promise.all([
         this.#touch(reader),
-        this.store.page(reader, opts),
-        this.store.authorRecent([reader], opts),
+        this.store.home(reader, this.celebrities.followedBy(reader), opts),
       ])
-      const celebs = page ? this.celebrities.followedBy(reader) : []
-      const atLeast = page?.items.length === opts.limit ? page.items.at(-1) : undefined
-      const followed = celebs.length
-        ? await this.store.authorRecent(celebs, { ...opts, atLeast })
-        : undefined
+      const { timeline: page, own, celebrities: followed } = got
       const missing = [...(followed?.missing ?? []), ...own.missing]
       if (!page || missing.length) {
         const build = missing.map((author) => this.seedAuthor(author))

@@ -4,6 +4,7 @@ export {
   DEFAULT_TARGET_LENGTH,
   type Activations,
   type AuthorPage,
+  type HomeRead,
   type MaterialiseOptions,
   type MemoryStats,
   type PageOptions,

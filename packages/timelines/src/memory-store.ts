@@ -10,6 +10,7 @@ import {
   checkDid,
 } from './member.ts'
 import { randomUUID } from 'node:crypto'
+import { composeHome } from './home-read.ts'
 import { MemoryList } from './memory-list.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, type Slice } from './slices.ts'
@@ -19,6 +20,7 @@ import {
   DEFAULT_TARGET_LENGTH,
   type Activations,
   type AuthorPage,
+  type HomeRead,
   type MaterialiseOptions,
   type MemoryStats,
   type PageOptions,
@@ -105,6 +107,10 @@ export class MemoryTimelineStore implements TimelineStore {
     const floor = floorOf(opts)
     const { members, complete } = mergeSlices([list.slice(bound(opts), count, floor)], count, floor)
     return { items: members.map(decodeMember), complete }
+  }
+
+  home(reader: string, celebrities: readonly string[], opts: PageOptions): Promise<HomeRead> {
+    return composeHome(this, reader, celebrities, opts)
   }
 
   async isMaterialised(reader: string): Promise<boolean> {

@@ -30,12 +30,14 @@ import {
   ADD,
   DROP,
   FORGET,
+  HOME,
   MATERIALISE,
   REMOVE,
   SLICES,
   START,
   type LuaScript,
 } from './redis-scripts.ts'
+import { composeHome } from './home-read.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, sliceOf, type Slice } from './slices.ts'
 import { keySlot } from './slot.ts'
@@ -45,6 +47,7 @@ import {
   DEFAULT_TARGET_LENGTH,
   type Activations,
   type AuthorPage,
+  type HomeRead,
   type MaterialiseOptions,
   type MemoryStats,
   type PageOptions,
@@ -127,6 +130,39 @@ export class RedisTimelineStore implements TimelineStore {
     if (!head.ready) return null
     const { members, complete } = mergeSlices([slice], count, floorOf(opts))
     return { items: members.map(decodeMember), complete }
+  }
+
+  async home(reader: string, celebrities: readonly string[], opts: PageOptions): Promise<HomeRead> {
+    // A Cluster keeps the celebrities' lists on other nodes than the reader's.
+    if (this.#client instanceof Cluster) return composeHome(this, reader, celebrities, opts)
+    const count = pageCount(opts.limit)
+    const authors = [...new Set(celebrities)]
+    const args = [
+      count,
+      lexMax(opts.before),
+      this.#author(reader),
+      ...authors.map((a) => this.#author(a)),
+    ]
+    const rows = (await this.#op('home', () =>
+      this.#eval(HOME, [this.#timeline(reader)], args),
+    )) as string[]
+    const lists = []
+    for (let i = 0; i + 2 < rows.length; i += 3) {
+      lists.push(joinedSlice(rows[i]!, rows[i + 1]!, rows[i + 2]!, count))
+    }
+    const [tl, own] = lists as [Read, Read]
+    const ownPage = authorPage([own], [reader], count, undefined)
+    if (!tl.head.ready) return { timeline: null, own: ownPage, celebrities: undefined }
+    const { members, complete } = mergeSlices([tl.slice], count)
+    const timeline = { items: members.map(decodeMember), complete }
+    if (!authors.length) return { timeline, own: ownPage, celebrities: undefined }
+    // The script read the celebrities down to the timeline's last item when the page was full.
+    const floor = members.length === count ? members[count - 1] : undefined
+    return {
+      timeline,
+      own: ownPage,
+      celebrities: authorPage(lists.slice(2), authors, count, floor),
+    }
   }
 
   async isMaterialised(reader: string): Promise<boolean> {
@@ -241,14 +277,7 @@ export class RedisTimelineStore implements TimelineStore {
     const unique = [...new Set(authors)]
     const keys = unique.map((a) => this.#author(a))
     const read = await this.#op('authorRecent', () => this.#slices(keys, opts, count))
-    const slices: Slice[] = []
-    const missing: string[] = []
-    read.forEach(({ head, slice }, i) => {
-      if (head.ready) slices.push(slice)
-      else missing.push(unique[i]!)
-    })
-    const { members, complete } = mergeSlices(slices, count, floorOf(opts))
-    return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
+    return authorPage(read, unique, count, floorOf(opts))
   }
 
   async startAuthorRebuild(
@@ -543,12 +572,41 @@ function removeArgs(target: string | TimelineItem): string[] {
   return ['u', post, repost]
 }
 
+/** One list as read: its state and horizon, and its slice. */
+type Read = { head: Head; slice: Slice }
+
 /** A SLICES row: sentinel, lowest member, then the range. */
-function parseSlice(row: readonly string[], count: number): { head: Head; slice: Slice } {
-  const [state, lowest, ...range] = row
+function parseSlice(row: readonly string[], count: number): Read {
+  const [state = '', lowest = '', ...range] = row
+  return readOf(state, lowest, range, count)
+}
+
+/** A HOME list: sentinel, lowest member, and the range joined by '\n'. */
+function joinedSlice(state: string, lowest: string, joined: string, count: number): Read {
+  return readOf(state, lowest, joined ? joined.split('\n') : [], count)
+}
+
+function readOf(state: string, lowest: string, range: readonly string[], count: number): Read {
   const ghost = state === TRUNCATED || state === WARMING_T ? lowest : undefined
   const ready = state === READY || state === TRUNCATED
   return { head: { ready, ghost }, slice: sliceOf(range, count, ghost) }
+}
+
+/** Authors' lists merged into one page; the unmaterialised ones are missing. */
+function authorPage(
+  read: readonly Read[],
+  authors: readonly string[],
+  count: number,
+  floor: string | undefined,
+): AuthorPage {
+  const slices: Slice[] = []
+  const missing: string[] = []
+  read.forEach(({ head, slice }, i) => {
+    if (head.ready) slices.push(slice)
+    else missing.push(authors[i]!)
+  })
+  const { members, complete } = mergeSlices(slices, count, floor)
+  return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
 }
 
 /** One reply of a MULTI; a failed transaction or command rejects. */

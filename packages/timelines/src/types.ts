@@ -46,6 +46,20 @@ export interface AuthorPage extends StorePage {
   missing: string[]
 }
 
+/** What one home timeline page reads from the store (see TimelineStore.home). */
+export interface HomeRead {
+  /** The reader's timeline, as `page` gives it; null when not materialised. */
+  timeline: StorePage | null
+  /** The reader's own recent items, as `authorRecent([reader])` gives them. */
+  own: AuthorPage
+  /**
+   * The followed celebrities' items, as `authorRecent` gives them down to the timeline page's
+   * last item when the timeline filled the page; undefined when there are none to read or the
+   * timeline is not materialised.
+   */
+  celebrities: AuthorPage | undefined
+}
+
 export interface MaterialiseOptions {
   /**
    * True when `items` are all of the list's items. False when they are the newest rows of a
@@ -116,6 +130,13 @@ export interface TimelineStore {
   removeOriginator(readers: readonly string[], did: string): Promise<number>
   /** Items after the cursor, newest first; null when the reader's timeline is not materialised. */
   page(reader: string, opts: PageOptions): Promise<StorePage | null>
+
+  /**
+   * Everything one home timeline page reads (the timeline, the reader's own list and the
+   * celebrities' lists), in one round trip where the backend allows it: a single Redis does, a
+   * Cluster spreads the lists over nodes and takes two.
+   */
+  home(reader: string, celebrities: readonly string[], opts: PageOptions): Promise<HomeRead>
 
   isMaterialised(reader: string): Promise<boolean>
   /** Whether the reader's timeline is materialised or being rebuilt (it takes fan-out writes). */
