@@ -155,6 +155,7 @@ async function step(
 ): Promise<StepResult> {
   const latencies: number[] = []
   let errors = 0
+  const errorKinds = new Map<string, number>()
   let shed = 0
   let dropped = 0
   let inFlight = 0
@@ -181,7 +182,10 @@ async function step(
               () => void latencies.push(performance.now() - start),
               (e: unknown) => {
                 errors++
-                if (ConnectError.from(e).code === Code.ResourceExhausted) shed++
+                const err = ConnectError.from(e)
+                if (err.code === Code.ResourceExhausted) shed++
+                const kind = `${Code[err.code]}: ${err.rawMessage.slice(0, 80)}`
+                errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1)
               },
             )
             .finally(() => inFlight--),
@@ -195,6 +199,7 @@ async function step(
     tick()
   })
   await Promise.all(done)
+  if (errorKinds.size) log('errors by kind:', Object.fromEntries(errorKinds))
   const elapsed = (performance.now() - t0) / 1000
   const cpu = process.cpuUsage(cpu0)
   const sorted = Float64Array.from(latencies).sort()

@@ -6,10 +6,12 @@ import { Celebrities, FanOut, HomeTimelines, type FeedSource } from '@openplane/
 import { Graph } from '@openplane/graph'
 import type { Change } from '@openplane/ingest'
 import { followedItems, ownItems } from '@openplane/server'
-import { registry } from '@openplane/telemetry'
+import { loopLagMs, Overloaded, registry } from '@openplane/telemetry'
 import {
   MemoryTimelineStore,
   TimelineStoreUnavailable,
+  TimeoutError,
+  type HomeRead,
   type TimelineItem,
 } from '@openplane/timelines'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -24,6 +26,15 @@ import { did, followRow, storedPost } from './fixtures.ts'
 class FaultyStore extends MemoryTimelineStore {
   failNextFanOut = false
   failEvictions = false
+  /** Home reads time out, as when their answer comes (or is read) after the deadline. */
+  lateHomes = false
+
+  override async home(...args: Parameters<MemoryTimelineStore['home']>): Promise<HomeRead> {
+    if (this.lateHomes) {
+      throw new TimelineStoreUnavailable('home', new TimeoutError('no answer within 500 ms'))
+    }
+    return super.home(...args)
+  }
 
   override async fanOut(readers: readonly string[], item: TimelineItem): Promise<number> {
     if (this.failNextFanOut) {
@@ -102,6 +113,47 @@ describe('fan-out', () => {
     const m = (await registry.getMetricsAsJSON()).find((x) => x.name === name)
     return m?.values.reduce((sum, v) => sum + v.value, 0) ?? 0
   }
+
+  it('a store answer late because this process is busy refuses the read; only an idle process moves it to Postgres', async () => {
+    const t = setup()
+    await t.activate('la')
+    const reads = async (path: string, reason: string) => {
+      const m = (await registry.getMetricsAsJSON()).find(
+        (x) => x.name === 'openplane_timeline_reads_total',
+      )
+      const v = m?.values.find((x) => x.labels.path === path && x.labels.reason === reason)
+      return v?.value ?? 0
+    }
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+    const read = () => t.home.read(did('la'), 10, undefined)
+    expect(await read()).toBeDefined()
+    loopLagMs() // the monitor runs from here
+    await sleep(50)
+    const [refused, fallback] = [
+      await reads('refused', 'overloaded'),
+      await reads('postgres', 'unavailable'),
+    ]
+    // The process falls behind: a 300 ms turn, then the late answer.
+    const until = performance.now() + 300
+    while (performance.now() < until);
+    await sleep(15)
+    expect(loopLagMs()).toBeGreaterThan(10)
+    t.store.lateHomes = true
+    await expect(read()).rejects.toBeInstanceOf(Overloaded)
+    expect(await reads('refused', 'overloaded')).toBe(refused + 1)
+    expect(await reads('postgres', 'unavailable')).toBe(fallback)
+    // Nothing was paused: once answers come in time, the store serves again at once.
+    t.store.lateHomes = false
+    expect(await read()).toBeDefined()
+    expect(await reads('postgres', 'unavailable')).toBe(fallback)
+    // An idle process whose store answers late: the store is slow or away, Postgres answers.
+    await sleep(200)
+    expect(loopLagMs()).toBeLessThan(10)
+    t.store.lateHomes = true
+    expect(await read()).toBeUndefined()
+    expect(await reads('postgres', 'unavailable')).toBe(fallback + 1)
+    t.store.lateHomes = false
+  })
 
   it('fans a post out to materialised followers only', async () => {
     const t = setup()

@@ -4,12 +4,13 @@
 // a trimmed horizon, Redis unreachable, or writes lost while it was), the caller answers from
 // Postgres instead. A first read builds the lists it lacks, then reads them.
 import { RoaringBitmap32, type Graph } from '@openplane/graph'
-import { childLogger, throttle } from '@openplane/telemetry'
+import { BUSY_LAG_MS, childLogger, loopLagMs, Overloaded, throttle } from '@openplane/telemetry'
 import {
   feedRowFromItem,
   itemFromFeedRow,
   mergePages,
   TimelineStoreUnavailable,
+  TimeoutError,
   type FeedRow,
   type TimeKey,
   type TimelineStore,
@@ -229,6 +230,14 @@ export class HomeTimelines {
       return { page: { items: merged.items.map(feedRowFromItem), cursor: merged.cursor } }
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
+      if (err.cause instanceof TimeoutError && loopLagMs() > BUSY_LAG_MS) {
+        // Late because this process is behind on its own work, not because the store is: the
+        // answer is most likely sitting unread in the socket. Postgres would cost this process
+        // more than the store did, so the read is refused rather than moved there, and the
+        // store stays in use for the reads after it.
+        reads.inc({ path: 'refused', reason: 'overloaded' })
+        throw new Overloaded('the timeline store answered later than this busy process could wait')
+      }
       this.#readFailed(err)
       return { page: miss('unavailable') }
     }

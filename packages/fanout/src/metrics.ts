@@ -4,7 +4,7 @@ import { counter, gauge, histogram } from '@openplane/telemetry'
 
 export const reads = counter(
   'openplane_timeline_reads_total',
-  'Home timeline reads by the path that answered (store, postgres) and why postgres did',
+  'Home timeline reads by the path that answered (store, postgres; refused: overloaded, answered resource_exhausted) and why',
   ['path', 'reason'],
 )
 export const fanoutWrites = counter(

@@ -1,12 +1,11 @@
 // Load shedding at the rpc edge. Past its capacity a Node process does not get slower evenly: every
 // request it accepts waits behind all the others for the one thread, so latency grows without
 // bound, callers' deadlines pass while their answers are still being computed, and the work done
-// for them is wasted. The event loop's delay is that wait, measured directly: a timer that should
-// fire every TICK_MS notes how late it ran. While the recent delay is above the bound, new rpcs
+// for them is wasted. The event loop's delay is that wait, measured directly (telemetry's loop-lag
+// monitor: how late a 10 ms timer fires, over the last 100 ms). While the recent delay is above the bound, new rpcs
 // are answered `resource_exhausted` at once (a fraction of a read's cost), so the requests that
 // are accepted are answered within the bound plus their own time.
-import { performance } from 'node:perf_hooks'
-import { gauge } from '@openplane/telemetry'
+import { gauge, onLoopLag } from '@openplane/telemetry'
 
 const shedding = gauge(
   'openplane_load_shedding',
@@ -17,10 +16,6 @@ const loopDelay = gauge(
   "The event loop's recent delay (mean lateness of a 10 ms timer over the last 100 ms)",
 )
 
-const TICK_MS = 10
-/** Ticks averaged: the last 100 ms. One slow tick (a GC pause) does not start shedding. */
-const WINDOW = 10
-
 export interface Admission {
   /** Whether a new rpc should be refused now. */
   shed(): boolean
@@ -29,27 +24,16 @@ export interface Admission {
 
 /** Sheds while the event loop's mean delay over the last 100 ms exceeds `maxDelayMs` (0: never). */
 export function startAdmission(maxDelayMs: number): Admission {
-  const late = new Float64Array(WINDOW)
-  let i = 0
-  let sum = 0
-  let last = performance.now()
   let over = false
-  const timer = setInterval(() => {
-    const now = performance.now()
-    const lateness = Math.max(0, now - last - TICK_MS)
-    last = now
-    sum += lateness - late[i]!
-    late[i] = lateness
-    i = (i + 1) % WINDOW
-    const mean = Math.max(0, sum / WINDOW)
+  let ticks = 0
+  const stop = onLoopLag((mean) => {
     const was = over
     over = maxDelayMs > 0 && mean > maxDelayMs
     if (over !== was) shedding.set(over ? 1 : 0)
-    if (i === 0) loopDelay.set(mean / 1000)
-  }, TICK_MS)
-  timer.unref()
+    if (++ticks % 10 === 0) loopDelay.set(mean / 1000)
+  })
   return {
     shed: () => over,
-    stop: () => clearInterval(timer),
+    stop,
   }
 }

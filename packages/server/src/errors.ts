@@ -3,10 +3,13 @@
 //   - the caller's mistake → invalid_argument, naming the field where the request shows it;
 //   - Postgres or the network down → unavailable (the AppView retries those);
 //   - a statement cancelled for time → deadline_exceeded;
+//   - this process past its capacity → resource_exhausted (not retried by the AppView);
 //   - anything else → internal, with a request id the log carries beside the real error.
 import { randomUUID } from 'node:crypto'
 import type { DescMessage, FieldInfo, Message } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
+import { Overloaded } from '@openplane/telemetry'
+import { overloaded } from './routes/util/overloaded.ts'
 
 /**
  * Items a repeated field may hold by default: far above what the AppView asks for (a few thousand
@@ -71,6 +74,12 @@ export interface Classified {
 
 /** The error a caller gets for what a handler threw. */
 export function classify(err: unknown): Classified {
+  if (
+    err instanceof Overloaded ||
+    (err instanceof ConnectError && err.cause instanceof Overloaded)
+  ) {
+    return { error: overloaded() }
+  }
   if (err instanceof ConnectError && err.code !== Code.Unknown && err.code !== Code.Internal) {
     return { error: err }
   }

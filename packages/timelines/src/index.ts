@@ -14,7 +14,7 @@ export {
   type TimelineStore,
   type TimelineStoreOptions,
 } from './types.ts'
-export { TimelineStoreUnavailable } from './errors.ts'
+export { TimelineStoreUnavailable, TimeoutError } from './errors.ts'
 export { MemoryTimelineStore, type MemoryTimelineStoreOptions } from './memory-store.ts'
 export {
   compareStreamIds,
