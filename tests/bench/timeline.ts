@@ -28,6 +28,8 @@
 //                   and is always driven by the AppView's client
 //   BENCH_SESSIONS  HTTP/2 sessions per url of the raw driver (default 1, as the AppView has)
 //   BENCH_REDIS     host:port of a Redis to keep timelines in across runs (default: a private one)
+//   BENCH_OVERLOAD  0: skip ours' overload step (twice the highest rate served in full; it shows
+//                   what is shed, the answered reads' latency, and that none moved to Postgres)
 //   BENCH_PROFILE   a directory: CPU-profile our servers (through their inspectors) during the
 //                   step at BENCH_PROFILE_AT req/s (default 400), save the profiles there and
 //                   print where the time went
@@ -67,6 +69,9 @@ const DRIVER = process.env.BENCH_DRIVER ?? 'raw'
 if (DRIVER !== 'raw' && DRIVER !== 'connect') throw new Error('BENCH_DRIVER: raw or connect')
 const RAW_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1)
 const KEEP_REDIS = process.env.BENCH_REDIS
+const OVERLOAD = process.env.BENCH_OVERLOAD !== '0'
+/** Ours' overload step per setup, with the servers' reads by path during it. */
+const overloadSteps: Record<string, StepResult & { paths: Record<string, number> }> = {}
 
 const log = (...a: unknown[]) => console.log('[bench:timeline]', ...a)
 
@@ -252,7 +257,50 @@ async function sweep(
     )
     if (r.p99 > 10 * P99_GOAL_MS || r.achieved < 0.5 * rate) break
   }
+  if (servers.length && OVERLOAD) {
+    // Twice the highest load it served in full: past capacity, reads must be refused
+    // (resource_exhausted) while the answered ones stay fast, not all slowed or moved to SQL.
+    const held = Math.max(
+      0,
+      ...results.filter((r) => r.achieved >= 0.95 * r.offered).map((r) => r.offered),
+    )
+    if (held) {
+      const rate = 2 * held
+      const before = await storePaths(servers)
+      const r = await step(read, readers, rate, SECONDS)
+      const paths = diffPaths(before, await storePaths(servers))
+      overloadSteps[name] = { ...r, paths }
+      log(
+        `${name} overload step, offered ${rate}/s (2× ${held}): answered ${r.achieved.toFixed(0)}/s, ` +
+          `p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms of the answered, shed ${r.shed}, ` +
+          `other errors ${r.errors - r.shed}, dropped ${r.dropped}; reads by path ${JSON.stringify(paths)}`,
+      )
+    }
+  }
   return results
+}
+
+/** The servers' timeline reads by path and reason, summed over servers. */
+async function storePaths(servers: Ours[]): Promise<Record<string, number>> {
+  const out: Record<string, number> = {}
+  for (const { child } of servers) {
+    const text = await (await fetch(`${child.url}/metrics`)).text()
+    for (const m of text.matchAll(
+      /^openplane_timeline_reads_total\{path="(\w+)",reason="(\w*)"\} (\d+)/gm,
+    )) {
+      const key = m[2] ? `${m[1]}:${m[2]}` : m[1]!
+      out[key] = (out[key] ?? 0) + Number(m[3])
+    }
+  }
+  return out
+}
+
+function diffPaths(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(
+    Object.entries(b)
+      .map(([k, v]) => [k, v - (a[k] ?? 0)])
+      .filter(([, v]) => v),
+  )
 }
 
 /** Runs a step while each server records a CPU profile; saves and summarises them. */
@@ -483,6 +531,13 @@ async function main(): Promise<void> {
         (seqVia[n] === undefined ? '' : ` (${seqVia[n].toFixed(3)} ms through Connect)`) +
         `, max rps at p99<=${P99_GOAL_MS}ms ${maxHolding(results[n]!)}` +
         (cpu.length ? `, server cpu per read ${cpu.map((c) => c.toFixed(2)).join('/')} ms` : ''),
+    )
+  }
+  for (const [n, r] of Object.entries(overloadSteps)) {
+    console.log(
+      `${n} overload: offered ${r.offered}/s, answered ${r.achieved.toFixed(0)}/s at p50/p99 ` +
+        `${r.p50.toFixed(2)}/${r.p99.toFixed(2)} ms, shed ${r.shed}, other errors ${r.errors - r.shed}, ` +
+        `dropped ${r.dropped}, reads ${JSON.stringify(r.paths)}`,
     )
   }
   // openplane: the better of its setups (most rps holding the goal, then lower p99 at 100).

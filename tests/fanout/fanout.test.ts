@@ -6,7 +6,7 @@ import { Celebrities, FanOut, HomeTimelines, type FeedSource } from '@openplane/
 import { Graph } from '@openplane/graph'
 import type { Change } from '@openplane/ingest'
 import { followedItems, ownItems } from '@openplane/server'
-import { loopLagMs, Overloaded, registry } from '@openplane/telemetry'
+import { loopLagMaxMs, Overloaded, registry } from '@openplane/telemetry'
 import {
   MemoryTimelineStore,
   TimelineStoreUnavailable,
@@ -127,7 +127,7 @@ describe('fan-out', () => {
     const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
     const read = () => t.home.read(did('la'), 10, undefined)
     expect(await read()).toBeDefined()
-    loopLagMs() // the monitor runs from here
+    loopLagMaxMs() // the monitor runs from here
     await sleep(50)
     const [refused, fallback] = [
       await reads('refused', 'overloaded'),
@@ -137,7 +137,7 @@ describe('fan-out', () => {
     const until = performance.now() + 300
     while (performance.now() < until);
     await sleep(15)
-    expect(loopLagMs()).toBeGreaterThan(10)
+    expect(loopLagMaxMs()).toBeGreaterThan(10)
     t.store.lateHomes = true
     await expect(read()).rejects.toBeInstanceOf(Overloaded)
     expect(await reads('refused', 'overloaded')).toBe(refused + 1)
@@ -147,8 +147,9 @@ describe('fan-out', () => {
     expect(await read()).toBeDefined()
     expect(await reads('postgres', 'unavailable')).toBe(fallback)
     // An idle process whose store answers late: the store is slow or away, Postgres answers.
-    await sleep(200)
-    expect(loopLagMs()).toBeLessThan(10)
+    // (Once the last second held no late turn: waited for, since a busy machine may add one.)
+    for (let i = 0; i < 100 && loopLagMaxMs() >= 10; i++) await sleep(100)
+    expect(loopLagMaxMs()).toBeLessThan(10)
     t.store.lateHomes = true
     expect(await read()).toBeUndefined()
     expect(await reads('postgres', 'unavailable')).toBe(fallback + 1)

@@ -228,6 +228,22 @@ describe('configuration from env', () => {
     expect(dflt.shedDelayMs).toBe(100)
     expect(readConfig({ DATAPLANE_SHED_DELAY_MS: '0' }).shedDelayMs).toBe(0)
     expect(() => readConfig({ DATAPLANE_SHED_DELAY_MS: '-5' })).toThrow(/DATAPLANE_SHED_DELAY_MS/)
+    expect(dflt.processes).toBe(1)
+    const pg = { DB_POSTGRES_URL: 'postgresql://db/bsky' }
+    expect(readConfig({ ...pg, DATAPLANE_PROCESSES: '4' }).processes).toBe(4)
+    expect(() => readConfig({ DATAPLANE_PROCESSES: '2' })).toThrow(/DB_POSTGRES_URL/)
+    expect(() => readConfig({ ...pg, DATAPLANE_PROCESSES: '2', DATAPLANE_PORT: '0' })).toThrow(
+      /DATAPLANE_PORT/,
+    )
+    expect(() =>
+      readConfig({ ...pg, DATAPLANE_PROCESSES: '4', DATAPLANE_OPS_PORT: '2587' }),
+    ).toThrow(/overlaps/)
+    expect(() => readConfig({ ...pg, DATAPLANE_PROCESSES: '0' })).toThrow(/DATAPLANE_PROCESSES/)
+    expect(dflt.maxTimelineReads).toBe(64)
+    expect(readConfig({ DATAPLANE_MAX_TIMELINE_READS: '0' }).maxTimelineReads).toBe(0)
+    expect(() => readConfig({ DATAPLANE_MAX_TIMELINE_READS: 'many' })).toThrow(
+      /DATAPLANE_MAX_TIMELINE_READS/,
+    )
     expect(dflt.ops).toBeUndefined()
     const c = readConfig({
       DB_POSTGRES_URL: 'postgresql://db/bsky',

@@ -5,6 +5,7 @@
 import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sql } from 'kysely'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
 import { startServer, type DataplaneServer } from '@openplane/server'
@@ -87,6 +88,33 @@ describe('load shedding', () => {
           'm',
         ),
       )
+    }
+  })
+
+  it('refuses timeline reads past the in-flight bound, and serves them once reads finish', async () => {
+    // One connection, held by a slow statement: the reads admitted wait for it, in flight.
+    const slow = createPgDb({ url: PG_URL, schema, poolSize: 1 })
+    const bounded = await startServer({
+      host: '127.0.0.1',
+      port: 0,
+      ctx: { db: slow.db, identity: createIdentity({ plcUrl: 'http://127.0.0.1:1' }) },
+      maxDirectInFlight: 2,
+    })
+    try {
+      const c = createDataPlaneClient(new BasicHostList([bounded.url]), { httpVersion: '2' })
+      const hold = sql`select pg_sleep(0.8)`.execute(slow.db)
+      await new Promise((r) => setTimeout(r, 100))
+      const admitted = [answer(timeline(c)), answer(timeline(c))]
+      await new Promise((r) => setTimeout(r, 100))
+      expect(await answer(timeline(c))).toBe('ResourceExhausted')
+      await hold
+      expect(await Promise.all(admitted)).toEqual(['ok', 'ok'])
+      expect(await answer(timeline(c))).toBe('ok')
+      const m = await (await fetch(`${bounded.url}/metrics`)).text()
+      expect(m).toMatch(/^openplane_rpcs_shed_total\{reason="in_flight"\} 1$/m)
+    } finally {
+      await bounded.close()
+      await slow.close()
     }
   })
 })

@@ -8,6 +8,11 @@ import { allowList, type ConnectionLimits } from '@openplane/server'
 export interface Config {
   host: string
   port: number
+  /**
+   * Server processes `openplane start` runs on this machine, on ports port … port + n − 1 (and
+   * ops ports likewise); the first runs the indexer. 1: this process serves.
+   */
+  processes: number
   /** Connection limits at the rpc port (see @openplane/server's listener). */
   limits: ConnectionLimits
   maxRequestBytes: number
@@ -15,6 +20,8 @@ export interface Config {
   maxListItems: number
   /** Refuse new rpcs (resource_exhausted) while the event loop lags more than this; 0: never. */
   shedDelayMs: number
+  /** GetTimeline reads in progress at once per process; past it, new ones are refused. 0: no bound. */
+  maxTimelineReads: number
   /** /metrics, /_health, /_ready, /_live and /_wait on their own port instead of the rpc port. */
   ops?: { host: string; port: number }
   tls?: { keyFile: string; certFile: string }
@@ -314,15 +321,20 @@ export function readConfig(env: Env = process.env): Config {
     bool(env, 'DATAPLANE_GRAPH', true) &&
     (indexer || (timelineStore(env) === 'redis' && !!env.DB_POSTGRES_URL?.trim()))
   const testPds = url(env, 'DATAPLANE_TEST_HANDLE_PDS_URL', undefined, ['http:', 'https:'])
+  const port = int(env, 'DATAPLANE_PORT', 2585, 0, 65535)
+  const ops = opsListener(env)
+  const processes = serverProcesses(env, port, ops, !!pgUrl)
   return {
     host: str(env, 'DATAPLANE_HOST', '127.0.0.1'),
-    port: int(env, 'DATAPLANE_PORT', 2585, 0, 65535),
+    port,
+    processes,
     limits: connectionLimits(env),
     maxRequestBytes: int(env, 'DATAPLANE_MAX_REQUEST_MB', 16, 1, 1024) * 1024 * 1024,
     // Up to 30,000: a list is bound as one parameter per item, and a statement takes 65,535.
     maxListItems: int(env, 'DATAPLANE_MAX_LIST_ITEMS', 25_000, 100, 30_000),
     shedDelayMs: int(env, 'DATAPLANE_SHED_DELAY_MS', 100, 0, 60_000),
-    ops: opsListener(env),
+    maxTimelineReads: int(env, 'DATAPLANE_MAX_TIMELINE_READS', 64, 0, 1_000_000),
+    ops,
     tls: keyFile && certFile ? { keyFile, certFile } : undefined,
     postgres: pgUrl
       ? {
@@ -392,6 +404,39 @@ function connectionLimits(env: Env): ConnectionLimits {
     firstByteMs: int(env, 'DATAPLANE_FIRST_BYTE_TIMEOUT_MS', 10_000, 100, 600_000),
     idleMs: int(env, 'DATAPLANE_IDLE_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000,
   }
+}
+
+/** DATAPLANE_PROCESSES: each process needs ports of its own and a Postgres it can share. */
+function serverProcesses(
+  env: Env,
+  port: number,
+  ops: Config['ops'],
+  sharedPostgres: boolean,
+): number {
+  const n = int(env, 'DATAPLANE_PROCESSES', 1, 1, 256)
+  if (n === 1) return n
+  if (port === 0) {
+    throw new ConfigError('DATAPLANE_PROCESSES > 1 needs a fixed DATAPLANE_PORT (not 0)')
+  }
+  if (port + n - 1 > 65535) {
+    throw new ConfigError(`DATAPLANE_PORT + DATAPLANE_PROCESSES − 1 passes 65535`)
+  }
+  if (ops && (ops.port === 0 || ops.port + n - 1 > 65535)) {
+    throw new ConfigError(
+      'DATAPLANE_PROCESSES > 1 needs a fixed DATAPLANE_OPS_PORT with room for one port each',
+    )
+  }
+  if (ops && ops.port < port + n && port < ops.port + n) {
+    throw new ConfigError(
+      `DATAPLANE_OPS_PORT's range (${ops.port}…${ops.port + n - 1}) overlaps DATAPLANE_PORT's (${port}…${port + n - 1})`,
+    )
+  }
+  if (!sharedPostgres) {
+    throw new ConfigError(
+      'DATAPLANE_PROCESSES > 1 needs DB_POSTGRES_URL: the embedded Postgres belongs to one process',
+    )
+  }
+  return n
 }
 
 function opsListener(env: Env): Config['ops'] {

@@ -8,6 +8,7 @@ import { BACKFILL_USAGE, backfillCommand, UsageError } from './backfill.ts'
 import { ConfigError, readConfig } from './config.ts'
 import { openDatabase } from './database.ts'
 import { PURGE_USAGE, purgeCommand } from './purge.ts'
+import { superviseProcesses } from './processes.ts'
 import { stopOnSignals } from './signals.ts'
 import { start } from './start.ts'
 
@@ -61,6 +62,11 @@ async function main(argv: string[]): Promise<number> {
       console.error(`${err.message}\n${usage ?? ''}`)
       return 2
     }
+  }
+  if (cmd === 'start' && config.processes > 1) {
+    const supervisor = superviseProcesses(config, [process.argv[1]!])
+    stopOnSignals(logger, () => supervisor.stop())
+    return -1
   }
   if (cmd === 'start') {
     const running = await start(config)

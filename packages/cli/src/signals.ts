@@ -6,7 +6,12 @@ import type { Logger } from '@openplane/telemetry'
 const STOP_BOUND_MS = 30_000
 
 export function stopOnSignals(log: Logger, stop: () => Promise<number>): void {
+  let stopping = false
   const run = async (signal: string) => {
+    // Once: a terminal's ^C reaches a supervisor and its processes alike, then the supervisor's
+    // SIGTERM follows.
+    if (stopping) return
+    stopping = true
     log.info({ signal }, 'stopping')
     setTimeout(() => {
       log.error({ signal }, `stop took longer than ${STOP_BOUND_MS / 1000} s; exiting`)
@@ -16,4 +21,7 @@ export function stopOnSignals(log: Logger, stop: () => Promise<number>): void {
   }
   process.once('SIGTERM', () => void run('SIGTERM'))
   process.once('SIGINT', () => void run('SIGINT'))
+  // Started by a supervisor (DATAPLANE_PROCESSES): when it is gone, so is this process's reason
+  // to run.
+  if (process.send) process.once('disconnect', () => void run('supervisor gone'))
 }

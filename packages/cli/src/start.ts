@@ -150,6 +150,7 @@ export async function start(config: Config): Promise<Running> {
     maxRequestBytes: config.maxRequestBytes,
     maxListItems: config.maxListItems,
     shedDelayMs: config.shedDelayMs,
+    maxDirectInFlight: config.maxTimelineReads,
     ops: config.ops,
     tls: config.tls
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }

@@ -4,7 +4,7 @@
 // a trimmed horizon, Redis unreachable, or writes lost while it was), the caller answers from
 // Postgres instead. A first read builds the lists it lacks, then reads them.
 import { RoaringBitmap32, type Graph } from '@openplane/graph'
-import { BUSY_LAG_MS, childLogger, loopLagMs, Overloaded, throttle } from '@openplane/telemetry'
+import { BUSY_LAG_MS, childLogger, loopLagMaxMs, Overloaded, throttle } from '@openplane/telemetry'
 import {
   feedRowFromItem,
   itemFromFeedRow,
@@ -230,9 +230,9 @@ export class HomeTimelines {
       return { page: { items: merged.items.map(feedRowFromItem), cursor: merged.cursor } }
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
-      if (err.cause instanceof TimeoutError && loopLagMs() > BUSY_LAG_MS) {
-        // Late because this process is behind on its own work, not because the store is: the
-        // answer is most likely sitting unread in the socket. Postgres would cost this process
+      if (err.cause instanceof TimeoutError && loopLagMaxMs() > BUSY_LAG_MS) {
+        // Late because this process is behind on its own work (its loop ran late within the
+        // last second), not because the store is: the answer most likely waited on this side. Postgres would cost this process
         // more than the store did, so the read is refused rather than moved there, and the
         // store stays in use for the reads after it.
         reads.inc({ path: 'refused', reason: 'overloaded' })

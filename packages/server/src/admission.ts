@@ -5,7 +5,7 @@
 // monitor: how late a 10 ms timer fires, over the last 100 ms). While the recent delay is above the bound, new rpcs
 // are answered `resource_exhausted` at once (a fraction of a read's cost), so the requests that
 // are accepted are answered within the bound plus their own time.
-import { gauge, onLoopLag } from '@openplane/telemetry'
+import { counter, gauge, onLoopLag } from '@openplane/telemetry'
 
 const shedding = gauge(
   'openplane_load_shedding',
@@ -14,6 +14,12 @@ const shedding = gauge(
 const loopDelay = gauge(
   'openplane_event_loop_delay_seconds',
   "The event loop's recent delay (mean lateness of a 10 ms timer over the last 100 ms)",
+)
+
+export const shedTotal = counter(
+  'openplane_rpcs_shed_total',
+  'Rpcs refused for overload (resource_exhausted), by reason (loop_delay: the event loop lags past DATAPLANE_SHED_DELAY_MS; in_flight: DATAPLANE_MAX_TIMELINE_READS reads already in progress)',
+  ['reason'],
 )
 
 export interface Admission {

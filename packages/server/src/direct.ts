@@ -8,7 +8,7 @@
 // keeps the guard's contract: same metrics, request limits, deadline and error answers.
 import http2 from 'node:http2'
 import { Code, ConnectError } from '@connectrpc/connect'
-import type { Admission } from './admission.ts'
+import { shedTotal, type Admission } from './admission.ts'
 import { checkRequest } from './errors.ts'
 import type { DirectRoute } from './routes/index.ts'
 import { overloaded } from './routes/util/overloaded.ts'
@@ -25,6 +25,12 @@ export interface DirectLaneOptions {
   maxListItems: number
   /** Says when to refuse new rpcs (resource_exhausted) for overload. */
   admission: Admission
+  /**
+   * Reads in progress at once; past it, new ones are refused (resource_exhausted); 0: no bound.
+   * The event loop's delay only shows a backlog once it has formed; this bounds how much work
+   * is taken on in a burst, so what is accepted is answered within about this many reads' time.
+   */
+  maxInFlight: number
   /** Starts an rpc's timer (the same histogram Connect's requests are timed in). */
   startTimer(method: string): EndRpc
   outcome: RpcOutcome
@@ -49,6 +55,7 @@ const { HTTP2_HEADER_METHOD, HTTP2_HEADER_PATH, HTTP2_HEADER_STATUS, HTTP2_HEADE
 export function directLane(
   opts: DirectLaneOptions,
 ): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
+  const lane = { inFlight: 0 }
   return (stream, headers) => {
     if (headers[HTTP2_HEADER_METHOD] !== 'POST') return false
     const path = headers[HTTP2_HEADER_PATH]
@@ -58,7 +65,7 @@ export function directLane(
     if (typeof type !== 'string' || !GRPC_TYPES.has(type)) return false
     const encoding = headers['grpc-encoding']
     if (encoding && encoding !== 'identity') return false
-    serve(route, stream, headers, type, opts)
+    serve(route, stream, headers, type, opts, lane)
     return true
   }
 }
@@ -69,13 +76,16 @@ function serve(
   headers: http2.IncomingHttpHeaders,
   contentType: string,
   opts: DirectLaneOptions,
+  lane: { inFlight: number },
 ): void {
   const end = opts.startTimer(route.name)
   let done = false
   let timer: NodeJS.Timeout | undefined
+  lane.inFlight++
   const finish = (frame: Uint8Array | undefined, err?: unknown) => {
     if (done) return
     done = true
+    lane.inFlight--
     clearTimeout(timer)
     if (stream.destroyed || stream.closed) {
       // The caller went away first: its answer has nowhere to go.
@@ -106,8 +116,10 @@ function serve(
   }
   // A reset by the caller surfaces as an error on the stream; 'close' below answers it.
   stream.on('error', () => {})
-  if (opts.admission.shed()) {
+  const full = opts.maxInFlight > 0 && lane.inFlight > opts.maxInFlight
+  if (full || opts.admission.shed()) {
     // Refused before its body is read: the cheapest answer the process can give.
+    shedTotal.inc({ reason: full ? 'in_flight' : 'loop_delay' })
     finish(undefined, overloaded())
     return
   }

@@ -7,7 +7,7 @@ import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@conne
 import { connectNodeAdapter } from '@connectrpc/connect-node'
 import { Service } from '@openplane/proto'
 import { childLogger, histogram, registry, throttle } from '@openplane/telemetry'
-import { startAdmission, type Admission } from './admission.ts'
+import { shedTotal, startAdmission, type Admission } from './admission.ts'
 import { directLane, type RpcOutcome } from './direct.ts'
 import { checkRequest, classify, MAX_LIST_ITEMS } from './errors.ts'
 import { listen, type ListenOptions, type Listener } from './listener.ts'
@@ -37,6 +37,11 @@ export interface ServerOptions extends ListenOptions {
    * ms (admission.ts); 0 or unset: never.
    */
   shedDelayMs?: number
+  /**
+   * Direct-lane reads (GetTimeline) in progress at once; past it, new ones are refused
+   * (resource_exhausted). 0 or unset: no bound.
+   */
+  maxDirectInFlight?: number
   /**
    * Serve /metrics, /_health, /_ready, /_live and /_wait on this plain-HTTP port only, apart from
    * the rpc port (which then answers rpcs alone): scrapers and probes need not reach the port
@@ -114,7 +119,9 @@ export interface DataplaneServer {
 function guard(maxListItems: number, outcome: RpcOutcome, admission: Admission): Interceptor {
   return (next) => async (req) => {
     const end = rpcSeconds.startTimer({ method: req.method.name })
-    const refused = admission.shed()
+    const shed = admission.shed()
+    if (shed) shedTotal.inc({ reason: 'loop_delay' })
+    const refused = shed
       ? overloaded()
       : req.stream
         ? undefined
@@ -214,6 +221,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     startTimer: (method) => rpcSeconds.startTimer({ method }),
     outcome,
     admission,
+    maxInFlight: opts.maxDirectInFlight ?? 0,
   })
   const health = opts.health ?? (async () => ({ ready: true }))
   /** Answers the operational endpoints; false for any other request. */

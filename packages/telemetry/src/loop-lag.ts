@@ -8,29 +8,34 @@ import { performance } from 'node:perf_hooks'
 const TICK_MS = 10
 /** Ticks averaged: the last 100 ms. One slow tick (a GC pause) does not dominate it. */
 const WINDOW = 10
+/** Ticks kept for the recent maximum: the last second. */
+const HISTORY = 100
 
 /** A process past this recent delay is behind on its own work (a healthy loop is 0–2 ms late). */
 export const BUSY_LAG_MS = 10
 
 type Listener = (meanMs: number) => void
 
-let monitor: { mean: number; listeners: Set<Listener>; timer: NodeJS.Timeout } | undefined
+let monitor:
+  { mean: number; late: Float64Array; listeners: Set<Listener>; timer: NodeJS.Timeout } | undefined
 
 function start(): NonNullable<typeof monitor> {
-  const late = new Float64Array(WINDOW)
+  const late = new Float64Array(HISTORY)
   let i = 0
   let sum = 0
   let last = performance.now()
   const m = {
     mean: 0,
+    late,
     listeners: new Set<Listener>(),
     timer: setInterval(() => {
       const now = performance.now()
       const lateness = Math.max(0, now - last - TICK_MS)
       last = now
-      sum += lateness - late[i]!
+      // The window's sum: add this tick, drop the one WINDOW ticks back.
+      sum += lateness - late[(i + HISTORY - WINDOW) % HISTORY]!
       late[i] = lateness
-      i = (i + 1) % WINDOW
+      i = (i + 1) % HISTORY
       m.mean = Math.max(0, sum / WINDOW)
       for (const fn of m.listeners) fn(m.mean)
     }, TICK_MS),
@@ -43,6 +48,15 @@ function start(): NonNullable<typeof monitor> {
 export function loopLagMs(): number {
   monitor ??= start()
   return monitor.mean
+}
+
+/**
+ * The longest the event loop ran late in the last second, in ms: a store answer that missed its
+ * deadline while this was high was most likely read late by this process, not sent late.
+ */
+export function loopLagMaxMs(): number {
+  monitor ??= start()
+  return Math.max(...monitor.late)
 }
 
 /** Calls `fn` with the mean delay after every tick; returns the call that stops it. */
