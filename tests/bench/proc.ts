@@ -11,6 +11,17 @@ function statCpu(stat: string): number {
   return (Number(fields[11]) + Number(fields[12])) / HZ
 }
 
+/** User and system CPU seconds a process has used so far (NaN once it is gone). */
+export function processCpuSplit(pid: number): { user: number; system: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return { user: Number(fields[11]) / HZ, system: Number(fields[12]) / HZ }
+  } catch {
+    return { user: NaN, system: NaN }
+  }
+}
+
 /** CPU seconds a process has used so far (NaN once it is gone). */
 export function processCpu(pid: number): number {
   try {

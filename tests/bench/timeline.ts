@@ -51,7 +51,7 @@ import { PG_URL } from '../harness/env.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
-import { processCpu, rss } from './proc.ts'
+import { processCpu, processCpuSplit, rss } from './proc.ts'
 import { rawGrpcClient, timelineRequestFrame, type RawGrpcClient } from './grpc-h2.ts'
 import { summarise } from './profile-summary.ts'
 
@@ -93,6 +93,8 @@ interface StepResult {
   generatorCpu: number
   /** The servers' CPU per answered read, ms (ours only). */
   cpuPerRead?: number
+  /** Of it, the kernel's share (system time: system calls, loopback TCP), ms. */
+  sysPerRead?: number
 }
 
 async function ensureLoaded(schema: string): Promise<void> {
@@ -241,19 +243,26 @@ async function sweep(
 ): Promise<StepResult[]> {
   const results: StepResult[] = []
   const cpu = () => servers.reduce((sum, s) => sum + processCpu(s.child.proc.pid!), 0)
+  const sys = () => servers.reduce((sum, s) => sum + processCpuSplit(s.child.proc.pid!).system, 0)
   for (const rate of RATES) {
     const c0 = cpu()
+    const s0 = sys()
     const r =
       PROFILE_DIR && rate === PROFILE_AT && servers.length
         ? await profiled(name, servers, () => step(read, readers, rate, SECONDS))
         : await step(read, readers, rate, SECONDS)
-    if (servers.length) r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
+    if (servers.length) {
+      r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
+      r.sysPerRead = ((sys() - s0) * 1000) / (r.achieved * SECONDS)
+    }
     results.push(r)
     log(
       `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
         `p95 ${r.p95.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors} (shed ${r.shed}), dropped ${r.dropped}, ` +
         `generator cpu ${(r.generatorCpu * 100).toFixed(0)}%` +
-        (r.cpuPerRead === undefined ? '' : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read`),
+        (r.cpuPerRead === undefined
+          ? ''
+          : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read (${r.sysPerRead!.toFixed(3)} in the kernel)`),
     )
     if (r.p99 > 10 * P99_GOAL_MS || r.achieved < 0.5 * rate) break
   }
