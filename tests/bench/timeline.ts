@@ -77,9 +77,9 @@ const log = (...a: unknown[]) => console.log('[bench:timeline]', ...a)
 
 type Client = ReturnType<typeof createDataPlaneClient>
 /** One GetTimeline call (first page, limit 50) for a reader, through whichever client a side uses. */
-type Read = (reader: string) => Promise<unknown>
+export type Read = (reader: string) => Promise<unknown>
 
-interface StepResult {
+export interface StepResult {
   offered: number
   achieved: number
   p50: number
@@ -97,7 +97,7 @@ interface StepResult {
   sysPerRead?: number
 }
 
-async function ensureLoaded(schema: string): Promise<void> {
+export async function ensureLoaded(schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
   try {
@@ -153,8 +153,8 @@ function quantile(sorted: Float64Array, q: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : NaN
 }
 
-/** Offers `rate` req/s for `seconds`, each for a reader drawn in a fixed sequence. */
-async function step(
+/** Offers `rate` req/s for `seconds`, each for a reader drawn in a fixed sequence (open loop). */
+export async function step(
   read: Read,
   readers: string[],
   rate: number,
@@ -224,7 +224,7 @@ async function step(
 }
 
 /** One request at a time: the latency of a read on an idle server. */
-async function sequential(read: Read, readers: string[], n: number): Promise<number> {
+export async function sequential(read: Read, readers: string[], n: number): Promise<number> {
   const latencies = new Float64Array(n)
   for (let i = 0; i < n; i++) {
     const start = performance.now()
@@ -352,7 +352,7 @@ async function waitFor<T>(get: () => Promise<T> | undefined): Promise<T> {
  * A Redis the caller runs (BENCH_REDIS=host:port), kept after the run with its timelines, so
  * a rerun skips rebuilding them from Postgres. Only for iterating on our side.
  */
-function keptRedis(at: string): Pick<RedisServer, 'host' | 'port' | 'cli' | 'dispose'> {
+export function keptRedis(at: string): Pick<RedisServer, 'host' | 'port' | 'cli' | 'dispose'> {
   const [host = '127.0.0.1', port = '6379'] = at.split(':')
   return {
     host,
@@ -370,11 +370,14 @@ const maxHolding = (results: StepResult[]): number =>
       .map((r) => r.offered),
   )
 
-async function spawnStock(schema: string): Promise<Child> {
+export async function spawnStock(
+  schema: string,
+  extra: Record<string, string> = {},
+): Promise<Child> {
   const port = await freePort()
   return spawnReady(
     ['tests/bench/stock-dataplane.ts'],
-    { DB_POSTGRES_URL: PG_URL, DB_POSTGRES_SCHEMA: schema, PORT: String(port) },
+    { DB_POSTGRES_URL: PG_URL, DB_POSTGRES_SCHEMA: schema, PORT: String(port), ...extra },
     `http://127.0.0.1:${port}`,
     '/',
     // It serves rpcs only: any HTTP answer means it listens.
@@ -382,17 +385,18 @@ async function spawnStock(schema: string): Promise<Child> {
   )
 }
 
-interface Ours {
+export interface Ours {
   child: Child
   /** Its inspector, listening from the start (no session attached until a profile is taken). */
   inspectPort: number
 }
 
-async function spawnOurs(
+export async function spawnOurs(
   schema: string,
   redis: Pick<RedisServer, 'host' | 'port'>,
   firehose: string,
   indexer = true,
+  extra: Record<string, string> = {},
 ): Promise<Ours> {
   const port = await freePort()
   const inspectPort = await freePort()
@@ -408,6 +412,7 @@ async function spawnOurs(
       DATAPLANE_REDIS_NODES: `${redis.host}:${redis.port}`,
       DATAPLANE_INDEXER: String(indexer),
       LOG_LEVEL: 'warn',
+      ...extra,
     },
     `http://127.0.0.1:${port}`,
     '/_health',

@@ -66,6 +66,20 @@ export function checkRequest(
   return undefined
 }
 
+/**
+ * A network failure further down the cause chain: fetch wraps a refused connection or an unknown
+ * host (a PLC directory away) in a bare `TypeError: fetch failed`.
+ */
+function networkCause(err: unknown): boolean {
+  let at = (err as { cause?: unknown } | undefined)?.cause
+  for (let depth = 0; at && depth < 5; depth++) {
+    const code = (at as { code?: unknown }).code
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return true
+    at = (at as { cause?: unknown }).cause
+  }
+  return false
+}
+
 export interface Classified {
   error: ConnectError
   /** Set for failures the log must keep (with the id the caller was given). */
@@ -112,7 +126,7 @@ export function classify(err: unknown): Classified {
     }
   }
   const requestId = randomUUID()
-  if (NETWORK_CODES.has(code) || NETWORK_MESSAGES.test(message)) {
+  if (NETWORK_CODES.has(code) || NETWORK_MESSAGES.test(message) || networkCause(cause)) {
     return {
       error: new ConnectError(
         `a dependency is unavailable (request ${requestId})`,

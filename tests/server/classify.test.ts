@@ -1,3 +1,4 @@
+// How a handler's failure is answered, for the cases no server-level test plays.
 // Work refused because the process is past its capacity (Overloaded, thrown by the timeline
 // reader when its store's answer came later than a busy process could wait) reaches the caller
 // as resource_exhausted, which the AppView does not retry, on either lane: never as internal or
@@ -19,5 +20,17 @@ describe('an overloaded answer', () => {
       expect(requestId).toBeUndefined()
     }
     expect(classify(new Error('other')).error.code).toBe(Code.Internal)
+  })
+
+  it('treats a network failure deep in the cause chain as unavailable', () => {
+    // What fetch throws when the PLC directory's host is unknown or refuses the connection.
+    const dns = Object.assign(new Error('getaddrinfo ENOTFOUND plc.example'), { code: 'ENOTFOUND' })
+    const fetchFailed = new TypeError('fetch failed', { cause: dns })
+    const { error, requestId } = classify(new Error('resolving failed', { cause: fetchFailed }))
+    expect(error.code).toBe(Code.Unavailable)
+    expect(requestId).toBeDefined()
+    expect(classify(new TypeError('fetch failed', { cause: new Error('x') })).error.code).toBe(
+      Code.Internal,
+    )
   })
 })

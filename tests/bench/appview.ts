@@ -1,0 +1,265 @@
+// pnpm bench:appview — app.bsky.feed.getTimeline end to end: the stock AppView (configured only
+// by env) in front of the stock dataplane, then in front of ours, on the same Postgres data as
+// bench:timeline (the toolkit's 100k-user base). Viewers are the base's active users: a PLC stub
+// of the toolkit serves their DID documents with keys derived from a seed, so each viewer's
+// service token (signed here with that key) verifies at the AppView like a PDS's would. Prints,
+// per side, the sequential p50 and p50/p95/p99 at fixed offered loads, and for ours what one
+// page costs the dataplane: rpcs by method and the server time each took (from its metrics).
+// Ends with one line:
+//   appview: getTimeline p50 stock <ms> ms, openplane <ms> ms; at <n> rps p99 stock <ms> ms, openplane <ms> ms
+// Not part of CI.
+//
+//   BENCH_USERBASE, BENCH_SCHEMA   as bench:timeline (the schema is loaded if empty)
+//   BENCH_APPVIEW_RATES            offered loads, req/s (default 5,10,20,40)
+//   BENCH_SECONDS                  seconds per load step (default 10)
+//   BENCH_SEQUENTIAL               requests of the sequential run (default 300)
+//   BENCH_VIEWERS                  viewers drawn from the active users (default 1000; each is
+//                                  warmed once per side first, about 0.1 s each)
+//   BENCH_ONLY                     stock | ours (default both)
+//   BENCH_REDIS                    as bench:timeline
+//   BENCH_APPVIEW_LOG              set: the AppView logs warnings (shown if a request fails)
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { Secp256k1Keypair } from '@atproto/crypto'
+import { createServiceJwt } from '@atproto/xrpc-server'
+import { didFor, readUserbaseParams } from '@openplane/sim'
+import { PlcStub, SimKeys } from '../../packages/sim/src/emit/index.ts'
+import { freePort, spawnReady, type Child } from '../harness/processes.ts'
+import { startRedisServer } from '../harness/redis-cluster.ts'
+import {
+  benchSchema,
+  ensureLoaded,
+  keptRedis,
+  sequential,
+  spawnOurs,
+  spawnStock,
+  step,
+  type Read,
+  type StepResult,
+} from './timeline.ts'
+
+const root = path.resolve(import.meta.dirname, '../..')
+const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-100k-with-posts.json'
+const RATES = (process.env.BENCH_APPVIEW_RATES ?? '5,10,20,40').split(',').map(Number)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
+const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 300)
+const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 1000)
+const KEY_SEED = 7
+const SERVER_DID = 'did:web:appview.bench.invalid'
+const MOD_DID = 'did:web:mod.bench.invalid'
+
+const log = (...a: unknown[]) => console.log('[bench:appview]', ...a)
+
+/** The stock AppView process on `dataplaneUrl`, resolving DIDs through `plcUrl`. */
+async function spawnAppView(
+  dataplaneUrl: string,
+  httpVersion: '1.1' | '2',
+  plcUrl: string,
+): Promise<Child> {
+  const port = await freePort()
+  const key = await Secp256k1Keypair.create({ exportable: true })
+  return spawnReady(
+    ['tests/harness/appview-process.ts'],
+    {
+      BSKY_PORT: String(port),
+      BSKY_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      BSKY_DID_PLC_URL: plcUrl,
+      BSKY_SERVER_DID: SERVER_DID,
+      BSKY_SERVICE_SIGNING_KEY: Buffer.from(await key.export()).toString('hex'),
+      BSKY_DATAPLANE_URLS: dataplaneUrl,
+      BSKY_DATAPLANE_HTTP_VERSION: httpVersion,
+      // Not used by getTimeline; the AppView requires one.
+      BSKY_BSYNC_URL: 'http://127.0.0.1:1',
+      MOD_SERVICE_DID: MOD_DID,
+      BSKY_LABELS_FROM_ISSUER_DIDS: MOD_DID,
+      BSKY_DISABLE_SSRF_PROTECTION: 'true',
+      NODE_ENV: 'production',
+      LOG_ENABLED: process.env.BENCH_APPVIEW_LOG ? 'true' : 'false',
+      LOG_LEVEL: 'warn',
+    },
+    `http://127.0.0.1:${port}`,
+    '/xrpc/_health',
+  )
+}
+
+/** getTimeline through an AppView, as the viewer whose token is given; rejects on a non-200. */
+function appViewRead(appview: string, tokens: Map<string, string>): Read {
+  return async (viewer) => {
+    const res = await fetch(`${appview}/xrpc/app.bsky.feed.getTimeline?limit=50`, {
+      headers: { authorization: `Bearer ${tokens.get(viewer)}` },
+    })
+    const body = await res.arrayBuffer()
+    if (res.status !== 200) {
+      throw new Error(`getTimeline ${res.status}: ${Buffer.from(body).toString().slice(0, 200)}`)
+    }
+  }
+}
+
+/** rpc count and summed seconds per method, from a dataplane's metrics. */
+async function rpcTotals(url: string): Promise<Map<string, { n: number; s: number }>> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const out = new Map<string, { n: number; s: number }>()
+  for (const m of text.matchAll(
+    /^openplane_rpc_duration_seconds_(count|sum)\{method="(\w+)",code="(\w+)"\} ([\d.e+-]+)$/gm,
+  )) {
+    const t = out.get(m[2]!) ?? { n: 0, s: 0 }
+    if (m[1] === 'count') t.n += Number(m[4])
+    else t.s += Number(m[4])
+    out.set(m[2]!, t)
+  }
+  return out
+}
+
+interface Side {
+  seq: number
+  steps: StepResult[]
+}
+
+async function measure(name: string, read: Read, viewers: string[]): Promise<Side> {
+  // Warm: every viewer once (identity caches, Postgres pages, our timelines).
+  const t0 = performance.now()
+  for (let i = 0; i < viewers.length; i += 8) await Promise.all(viewers.slice(i, i + 8).map(read))
+  log(
+    `${name}: warmed ${viewers.length} viewers in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  )
+  const seq = await sequential(read, viewers, SEQUENTIAL)
+  log(`${name}: sequential p50 ${seq.toFixed(2)} ms`)
+  const steps: StepResult[] = []
+  for (const rate of RATES) {
+    const r = await step(read, viewers, rate, SECONDS)
+    steps.push(r)
+    log(
+      `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(1)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
+        `p95 ${r.p95.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors}, dropped ${r.dropped}`,
+    )
+    if (r.p99 > 2000 || r.achieved < 0.8 * rate) break
+  }
+  return { seq, steps }
+}
+
+async function main(): Promise<void> {
+  const params = await readUserbaseParams(path.resolve(root, USERBASE))
+  const schema = process.env.BENCH_SCHEMA ?? benchSchema(params.num_users)
+  await ensureLoaded(schema)
+  const active = params.max_active_user_id
+  const count = Math.min(active, VIEWERS)
+  const viewers = Array.from({ length: count }, (_, i) => didFor(1 + ((i * 7919) % active)))
+  const keys = new SimKeys({ seed: KEY_SEED })
+  const plc = await PlcStub.start({
+    host: '127.0.0.1',
+    port: 0,
+    keys,
+    users: params.num_users,
+    handleDomain: params.handle_domain ?? 'sim.test',
+    pdsUrl: 'http://127.0.0.1:1',
+  })
+  // One token per viewer, valid for the whole run (the AppView keeps no replay list).
+  const exp = Math.floor(Date.now() / 1000) + 3 * 3600
+  const tokens = new Map<string, string>()
+  for (const viewer of viewers) {
+    const id = plc.idOf(viewer)!
+    tokens.set(
+      viewer,
+      await createServiceJwt({
+        iss: viewer,
+        aud: SERVER_DID,
+        lxm: 'app.bsky.feed.getTimeline',
+        exp,
+        keypair: keys.keypair(id),
+      }),
+    )
+  }
+  log(`${viewers.length} viewers, ${SECONDS} s per step`)
+  const sides: Record<string, Side> = {}
+  const only = process.env.BENCH_ONLY
+  try {
+    if (only !== 'ours') {
+      const stock = await spawnStock(schema, { PLC_URL: plc.url })
+      // The stock dataplane's server speaks HTTP/1.1 only.
+      const appview = await spawnAppView(stock.url, '1.1', plc.url)
+      try {
+        sides.stock = await measure('stock', appViewRead(appview.url, tokens), viewers).catch(
+          (err: unknown) => {
+            throw new Error(
+              `${String(err)}\nAppView output:\n${appview
+                .output()
+                .slice(-6000)
+                .replace(/"headers":\{[^}]*\}/g, '')}`,
+            )
+          },
+        )
+      } finally {
+        await appview.stop()
+        await stock.stop()
+      }
+    }
+    if (only !== 'stock') {
+      const keep = process.env.BENCH_REDIS
+      const redis = keep ? keptRedis(keep) : await startRedisServer()
+      const ours = await spawnOurs(schema, redis, `ws://127.0.0.1:${await freePort()}`, true, {
+        DATAPLANE_PLC_URL: plc.url,
+        DATAPLANE_ALLOW_PRIVATE_NETWORK: 'true',
+      })
+      const appview = await spawnAppView(ours.child.url, '2', plc.url)
+      try {
+        const read = appViewRead(appview.url, tokens)
+        sides.openplane = await measure('openplane', read, viewers).catch((err: unknown) => {
+          throw new Error(`${String(err)}\ndataplane output:\n${ours.child.output().slice(-3000)}`)
+        })
+        // What one page costs the dataplane: rpcs and server time by method, over sequential pages.
+        const before = await rpcTotals(ours.child.url)
+        const pages = 200
+        await sequential(read, viewers, pages)
+        const after = await rpcTotals(ours.child.url)
+        const rows = [...after]
+          .map(([method, t]) => {
+            const b = before.get(method) ?? { n: 0, s: 0 }
+            return { method, calls: (t.n - b.n) / pages, ms: ((t.s - b.s) * 1000) / pages }
+          })
+          .filter((r) => r.calls > 0)
+          .sort((a, b) => b.ms - a.ms)
+        console.log(`\none getTimeline page on openplane (${pages} sequential pages):`)
+        console.log('| rpc | calls per page | server ms per page |')
+        console.log('| --- | ---: | ---: |')
+        for (const r of rows)
+          console.log(`| ${r.method} | ${r.calls.toFixed(2)} | ${r.ms.toFixed(2)} |`)
+        const total = rows.reduce((a, r) => ({ calls: a.calls + r.calls, ms: a.ms + r.ms }), {
+          calls: 0,
+          ms: 0,
+        })
+        console.log(`| all | ${total.calls.toFixed(2)} | ${total.ms.toFixed(2)} |`)
+      } finally {
+        await appview.stop()
+        await ours.child.stop()
+        await redis.dispose()
+      }
+    }
+  } finally {
+    await plc.close()
+  }
+  const names = Object.keys(sides)
+  console.log(
+    `\n| offered req/s | ${names.map((n) => `${n} achieved | ${n} p50 / p95 / p99 ms`).join(' | ')} |`,
+  )
+  console.log(`| ---: | ${names.map(() => '---: | ---:').join(' | ')} |`)
+  for (const rate of RATES) {
+    const cells = names.map((n) => {
+      const r = sides[n]!.steps.find((x) => x.offered === rate)
+      return r
+        ? `${r.achieved.toFixed(1)} | ${r.p50.toFixed(2)} / ${r.p95.toFixed(2)} / ${r.p99.toFixed(2)}`
+        : '— | —'
+    })
+    console.log(`| ${rate} | ${cells.join(' | ')} |`)
+  }
+  // The highest load both sides ran.
+  const common = RATES.filter((rate) =>
+    names.every((n) => sides[n]!.steps.some((x) => x.offered === rate)),
+  ).at(-1)
+  const p99 = (n: string) => sides[n]?.steps.find((x) => x.offered === common)?.p99 ?? NaN
+  console.log(
+    `appview: getTimeline p50 stock ${sides.stock?.seq.toFixed(2) ?? 'NaN'} ms, openplane ${sides.openplane?.seq.toFixed(2) ?? 'NaN'} ms; ` +
+      `at ${common ?? 'NaN'} rps p99 stock ${p99('stock').toFixed(2)} ms, openplane ${p99('openplane').toFixed(2)} ms`,
+  )
+}
+
+await main()
