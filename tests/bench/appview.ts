@@ -17,7 +17,9 @@
 //                                  warmed once per side first, about 0.1 s each)
 //   BENCH_ONLY                     stock | ours (default both)
 //   BENCH_REDIS                    as bench:timeline
+//   BENCH_PROFILE                  a directory: CPU-profile our server over the cost pages
 //   BENCH_APPVIEW_LOG              set: the AppView logs warnings (shown if a request fails)
+import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Secp256k1Keypair } from '@atproto/crypto'
@@ -26,6 +28,9 @@ import { didFor, readUserbaseParams } from '@openplane/sim'
 import { PlcStub, SimKeys } from '../../packages/sim/src/emit/index.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer } from '../harness/redis-cluster.ts'
+import { profileWhile } from './inspector.ts'
+import { cpuByName, processCpu } from './proc.ts'
+import { summarise } from './profile-summary.ts'
 import {
   benchSchema,
   ensureLoaded,
@@ -47,6 +52,7 @@ const VIEWERS = Number(process.env.BENCH_VIEWERS ?? 1000)
 const KEY_SEED = 7
 const SERVER_DID = 'did:web:appview.bench.invalid'
 const MOD_DID = 'did:web:mod.bench.invalid'
+const PROFILE_DIR = process.env.BENCH_PROFILE
 
 const log = (...a: unknown[]) => console.log('[bench:appview]', ...a)
 
@@ -113,6 +119,29 @@ async function rpcTotals(url: string): Promise<Map<string, { n: number; s: numbe
 interface Side {
   seq: number
   steps: StepResult[]
+  /** CPU ms per page over sequential pages: the dataplane process, Postgres, the AppView. */
+  cost?: { dataplane: number; postgres: number; appview: number }
+}
+
+const COST_PAGES = 200
+
+/** CPU each part spends per page, over COST_PAGES sequential pages. */
+async function pageCost(
+  read: Read,
+  viewers: string[],
+  dataplanePid: number,
+  appviewPid: number,
+): Promise<NonNullable<Side['cost']>> {
+  const at = () => ({
+    dataplane: processCpu(dataplanePid),
+    postgres: cpuByName('postgres'),
+    appview: processCpu(appviewPid),
+  })
+  const a = at()
+  await sequential(read, viewers, COST_PAGES)
+  const b = at()
+  const per = (k: keyof typeof a) => ((b[k] - a[k]) * 1000) / COST_PAGES
+  return { dataplane: per('dataplane'), postgres: per('postgres'), appview: per('appview') }
 }
 
 async function measure(name: string, read: Read, viewers: string[]): Promise<Side> {
@@ -206,10 +235,21 @@ async function main(): Promise<void> {
         sides.openplane = await measure('openplane', read, viewers).catch((err: unknown) => {
           throw new Error(`${String(err)}\ndataplane output:\n${ours.child.output().slice(-3000)}`)
         })
-        // What one page costs the dataplane: rpcs and server time by method, over sequential pages.
+        // What one page costs the dataplane: rpcs and server time by method, and CPU, over
+        // sequential pages (profiled when BENCH_PROFILE names a directory).
         const before = await rpcTotals(ours.child.url)
-        const pages = 200
-        await sequential(read, viewers, pages)
+        const pages = COST_PAGES
+        const costRun = () => pageCost(read, viewers, ours.child.proc.pid!, appview.proc.pid!)
+        if (PROFILE_DIR) {
+          const { result, profile } = await profileWhile(ours.inspectPort, costRun)
+          sides.openplane.cost = result
+          mkdirSync(PROFILE_DIR, { recursive: true })
+          const file = path.join(PROFILE_DIR, 'appview-pages-openplane.cpuprofile')
+          writeFileSync(file, JSON.stringify(profile))
+          log(`profile of ours over ${pages} pages:\n${summarise(file, 30, pages)}`)
+        } else {
+          sides.openplane.cost = await costRun()
+        }
         const after = await rpcTotals(ours.child.url)
         const rows = [...after]
           .map(([method, t]) => {
@@ -228,6 +268,10 @@ async function main(): Promise<void> {
           ms: 0,
         })
         console.log(`| all | ${total.calls.toFixed(2)} | ${total.ms.toFixed(2)} |`)
+        console.log(
+          '(server ms: each rpc from request to answer; the AppView sends most of them at once, so\n' +
+            ' they overlap and include waiting on one another in this process and in Postgres)',
+        )
       } finally {
         await appview.stop()
         await ours.child.stop()
@@ -238,6 +282,15 @@ async function main(): Promise<void> {
     await plc.close()
   }
   const names = Object.keys(sides)
+  for (const n of names) {
+    const c = sides[n]!.cost
+    if (c) {
+      console.log(
+        `${n}: CPU per page ${(c.dataplane + c.postgres + c.appview).toFixed(2)} ms: dataplane ` +
+          `${c.dataplane.toFixed(2)}, Postgres ${c.postgres.toFixed(2)}, AppView ${c.appview.toFixed(2)}`,
+      )
+    }
+  }
   console.log(
     `\n| offered req/s | ${names.map((n) => `${n} achieved | ${n} p50 / p95 / p99 ms`).join(' | ')} |`,
   )
