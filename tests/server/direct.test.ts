@@ -11,6 +11,7 @@ import { createIdentity } from '@openplane/identity'
 import { GetTimelineRequest, GetTimelineResponse } from '@openplane/proto'
 import { startServer, timelineFrame, type DataplaneServer } from '@openplane/server'
 import { PG_URL, uniqueName } from '../harness/env.ts'
+import { freePort } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 
 type Client = ReturnType<typeof createDataPlaneClient>
@@ -55,7 +56,9 @@ describe('the direct lane', () => {
     } finally {
       await client.end()
     }
-    const identity = createIdentity({ plcUrl: 'http://127.0.0.1:1', allowPrivateNetwork: true })
+    // A PLC directory that refuses connections (a closed port: fetch will not even try port 1).
+    const plcUrl = `http://127.0.0.1:${await freePort()}`
+    const identity = createIdentity({ plcUrl, allowPrivateNetwork: true })
     server = await startServer({ host: '127.0.0.1', port: 0, ctx: { db: db.db, identity } })
     h1 = createDataPlaneClient(new BasicHostList([server.url]), { httpVersion: '1.1' })
     h2 = createDataPlaneClient(new BasicHostList([server.url]), { httpVersion: '2' })
@@ -113,6 +116,56 @@ describe('the direct lane', () => {
     expect(pages).toBeGreaterThan(40)
     // Both ways are timed under the method's name.
     expect((await metric('ok')) - before).toBe(2 * pages)
+  })
+
+  it('answers the hydration rpcs as Connect does, every one on its own lane', async () => {
+    const lanes = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text()
+      const n = (lane: string) =>
+        Number(
+          new RegExp(`^openplane_rpc_lane_total\\{lane="${lane}"\\} (\\d+)`, 'm').exec(text)?.[1] ??
+            0,
+        )
+      return { direct: n('direct'), connect: n('connect') }
+    }
+    const outcome = (call: Promise<{ toJson(): unknown }>) =>
+      call.then(
+        (r) => r.toJson(),
+        // Request ids differ per call; the rest must not.
+        (e: unknown) =>
+          `${Code[ConnectError.from(e).code]}: ${ConnectError.from(e).rawMessage.replace(/request [0-9a-f-]+/, 'request …')}`,
+      )
+    const dids = [0, 1, 2, 3, 9].map(did)
+    const posts = dids.flatMap((d) => [
+      `at://${d}/app.bsky.feed.post/p1`,
+      `at://${d}/app.bsky.feed.post/p3`,
+    ])
+    const calls: ((c: Client) => Promise<{ toJson(): unknown }>)[] = [
+      (c) => c.getFollowers({ actorDid: did(1), limit: 10 }),
+      (c) => c.getFollows({ actorDid: did(0), limit: 3 }),
+      (c) => c.getRelationships({ actorDid: did(0), targetDids: dids }),
+      (c) => c.getActors({ dids }),
+      (c) => c.getPostRecords({ uris: posts }),
+      (c) => c.getInteractionCounts({ refs: posts.map((uri) => ({ uri })) }),
+      (c) => c.getLabels({ subjects: [...dids, ...posts], issuers: [did(9)] }),
+      (c) => c.getAuthorFeed({ actorDid: did(2), limit: 5 }),
+      (c) =>
+        c.getLikesByActorAndSubjects({ actorDid: did(0), refs: posts.map((uri) => ({ uri })) }),
+      (c) => c.getFollowsFollowing({ actorDid: did(0), targetDids: dids }),
+      // A caller's mistake, and a dependency away (the PLC directory): the same refusals.
+      (c) => c.getFollowers({ actorDid: 'x\u0000', limit: 1 }),
+      (c) => c.getIdentityByDid({ did: did(1) }),
+    ]
+    const before = await lanes()
+    for (const call of calls) {
+      const [direct, connect] = await Promise.all([outcome(call(h2)), outcome(call(h1))])
+      expect(direct).toEqual(connect)
+      expect(String(direct)).not.toMatch(/^Internal/)
+    }
+    const after = await lanes()
+    // Every call on each lane (the client retries an unavailable answer, on both alike).
+    expect(after.direct - before.direct).toBeGreaterThanOrEqual(calls.length)
+    expect(after.direct - before.direct).toBe(after.connect - before.connect)
   })
 
   it('refuses what Connect refuses, with the same code and message', async () => {

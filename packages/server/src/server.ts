@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net'
 import { Code, ConnectError, type ConnectRouter, type Interceptor } from '@connectrpc/connect'
 import { connectNodeAdapter } from '@connectrpc/connect-node'
 import { Service } from '@openplane/proto'
-import { childLogger, histogram, registry, throttle } from '@openplane/telemetry'
+import { childLogger, counter, histogram, registry, throttle } from '@openplane/telemetry'
 import { shedTotal, startAdmission, type Admission } from './admission.ts'
 import { directLane, type RpcOutcome } from './direct.ts'
 import { checkRequest, classify, MAX_LIST_ITEMS } from './errors.ts'
@@ -20,6 +20,11 @@ const rpcSeconds = histogram('openplane_rpc_duration_seconds', 'bsky.Service rpc
   'method',
   'code',
 ])
+const rpcLanes = counter(
+  'openplane_rpc_lane_total',
+  'rpcs by the lane that took them (direct: gRPC over HTTP/2, as the AppView calls; connect: every other wire)',
+  ['lane'],
+)
 
 export interface HealthReport {
   ready: boolean
@@ -119,6 +124,7 @@ export interface DataplaneServer {
 function guard(maxListItems: number, outcome: RpcOutcome, admission: Admission): Interceptor {
   return (next) => async (req) => {
     const end = rpcSeconds.startTimer({ method: req.method.name })
+    rpcLanes.inc({ lane: 'connect' })
     const shed = admission.shed()
     if (shed) shedTotal.inc({ reason: 'loop_delay' })
     const refused = shed
@@ -215,10 +221,13 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     readMaxBytes: maxRequestBytes,
   })
   const direct = directLane({
-    routes: directRoutes(opts.ctx),
+    routes: directRoutes(opts.ctx, impl),
     maxRequestBytes,
     maxListItems,
-    startTimer: (method) => rpcSeconds.startTimer({ method }),
+    startTimer: (method) => {
+      rpcLanes.inc({ lane: 'direct' })
+      return rpcSeconds.startTimer({ method })
+    },
     outcome,
     admission,
     maxInFlight: opts.maxDirectInFlight ?? 0,
