@@ -233,7 +233,10 @@ async function main(): Promise<void> {
       try {
         const read = appViewRead(appview.url, tokens)
         sides.openplane = await measure('openplane', read, viewers).catch((err: unknown) => {
-          throw new Error(`${String(err)}\ndataplane output:\n${ours.child.output().slice(-3000)}`)
+          throw new Error(
+            `${String(err)}\ndataplane output:\n${ours.child.output().slice(-3000)}\n` +
+              `AppView output:\n${appview.output().slice(-6000)}`,
+          )
         })
         // What one page costs the dataplane: rpcs and server time by method, and CPU, over
         // sequential pages (profiled when BENCH_PROFILE names a directory).

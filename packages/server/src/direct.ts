@@ -1,4 +1,4 @@
-// The direct lane: the hottest unary rpcs (routes/index.ts directRoutes) answered straight off
+// The direct lane: the unary rpcs (routes/index.ts directRoutes) answered straight off
 // the HTTP/2 stream, for the one wire the AppView uses on HTTP/2: gRPC, uncompressed protobuf.
 // Connect's per-request machinery (async iterables, header objects, abort controllers and their
 // DOMExceptions, reflection-driven encoding) costs more CPU than a fan-out timeline read itself,
@@ -26,7 +26,8 @@ export interface DirectLaneOptions {
   /** Says when to refuse new rpcs (resource_exhausted) for overload. */
   admission: Admission
   /**
-   * Reads in progress at once; past it, new ones are refused (resource_exhausted); 0: no bound.
+   * Reads of the bounded routes (GetTimeline) in progress at once; past it, new ones are refused
+   * (resource_exhausted); 0: no bound.
    * The event loop's delay only shows a backlog once it has formed; this bounds how much work
    * is taken on in a burst, so what is accepted is answered within about this many reads' time.
    */
@@ -81,11 +82,14 @@ function serve(
   const end = opts.startTimer(route.name)
   let done = false
   let timer: NodeJS.Timeout | undefined
-  lane.inFlight++
+  // Only the bounded routes (the timeline reads) count against the in-flight bound: the others
+  // mostly wait on Postgres, whose own pool bounds them.
+  const counted = route.bounded === true
+  if (counted) lane.inFlight++
   const finish = (frame: Uint8Array | undefined, err?: unknown) => {
     if (done) return
     done = true
-    lane.inFlight--
+    if (counted) lane.inFlight--
     clearTimeout(timer)
     if (stream.destroyed || stream.closed) {
       // The caller went away first: its answer has nowhere to go.
@@ -116,7 +120,7 @@ function serve(
   }
   // A reset by the caller surfaces as an error on the stream; 'close' below answers it.
   stream.on('error', () => {})
-  const full = opts.maxInFlight > 0 && lane.inFlight > opts.maxInFlight
+  const full = counted && opts.maxInFlight > 0 && lane.inFlight > opts.maxInFlight
   if (full || opts.admission.shed()) {
     // Refused before its body is read: the cheapest answer the process can give.
     shedTotal.inc({ reason: full ? 'in_flight' : 'loop_delay' })

@@ -47,6 +47,11 @@ export interface DirectRoute {
   /** The request message; throws on bytes that are not one. */
   decode(bytes: Uint8Array): Message
   answer(req: Message): Promise<Uint8Array>
+  /**
+   * Counted against the lane's in-flight bound (DATAPLANE_MAX_TIMELINE_READS): reads whose work
+   * is this process's CPU and Redis, where a burst queues inside the process.
+   */
+  bounded?: boolean
 }
 
 /** A direct route for a method whose request type is `input`. */
@@ -54,10 +59,12 @@ export function directRoute<I extends Message<I>>(
   name: string,
   input: MessageType<I>,
   answer: (req: I) => Promise<Uint8Array>,
+  bounded = false,
 ): DirectRoute {
   return {
     name,
     decode: (bytes) => input.fromBinary(bytes),
     answer: (req) => answer(req as I),
+    bounded,
   }
 }

@@ -131,8 +131,11 @@ export function directRoutes(
   const getTimeline = Service.methods.getTimeline.name
   routes.set(
     path(getTimeline),
-    directRoute(getTimeline, GetTimelineRequest, async (req) =>
-      timelineFrame(await timelinePage(ctx, req)),
+    directRoute(
+      getTimeline,
+      GetTimelineRequest,
+      async (req) => timelineFrame(await timelinePage(ctx, req)),
+      true,
     ),
   )
   return routes

@@ -1,0 +1,142 @@
+// pnpm bench:read-floor — what the parts of a read cost on this machine with nothing of ours in
+// them: a loopback TCP round trip to Redis (raw PING), the same through ioredis, a trivial
+// Postgres query through pg, and a minimal node:http2 server answering gRPC-shaped calls (a
+// 60-byte request, a 4 KB answer, trailers). A GetTimeline read is one HTTP/2 call answered
+// with one Redis round trip, so these bound how low its CPU and latency can go in Node here.
+// Prints µs per call: wall time, and the CPU of the measuring process (for the HTTP/2 server,
+// of the server process), sequential and 16 at a time. Not part of CI.
+//
+//   BENCH_CALLS   calls per measurement (default 5000)
+import { fork } from 'node:child_process'
+import http2 from 'node:http2'
+import net from 'node:net'
+import { performance } from 'node:perf_hooks'
+import { Redis } from 'ioredis'
+import pg from 'pg'
+import { PG_URL, REDIS_HOST } from '../harness/env.ts'
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 5000)
+const [redisHost = '127.0.0.1', redisPort = '6379'] = REDIS_HOST.split(':')
+
+type Call = () => Promise<unknown>
+
+/** µs per call (wall, and CPU from `cpu`), `concurrency` calls in flight. */
+async function measure(call: Call, concurrency: number, cpu: () => Promise<number>) {
+  for (let i = 0; i < 500; i++) await call()
+  const c0 = await cpu()
+  const t0 = performance.now()
+  let n = 0
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (n++ < CALLS) await call()
+    }),
+  )
+  const wall = ((performance.now() - t0) * 1000) / CALLS
+  return { wall, cpu: ((await cpu()) - c0) / CALLS }
+}
+
+const ownCpu = async () => {
+  const u = process.cpuUsage()
+  return u.user + u.system
+}
+
+function report(
+  name: string,
+  seq: { wall: number; cpu: number },
+  par?: { wall: number; cpu: number },
+) {
+  const many = par ? `${(1e6 / par.wall).toFixed(0)} | ${par.cpu.toFixed(0)}` : '— | —'
+  console.log(`| ${name} | ${seq.wall.toFixed(0)} | ${seq.cpu.toFixed(0)} | ${many} |`)
+}
+
+/** The HTTP/2 server side, in its own process (so its CPU is its own). */
+function serve(): void {
+  const answer = Buffer.alloc(4096, 1)
+  answer[0] = 0
+  answer.writeUInt32BE(answer.length - 5, 1)
+  const server = http2.createServer()
+  server.on('stream', (stream) => {
+    stream.on('data', () => {})
+    stream.once('end', () => {
+      stream.respond(
+        { ':status': 200, 'content-type': 'application/grpc' },
+        { waitForTrailers: true },
+      )
+      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }))
+      stream.end(answer)
+    })
+  })
+  server.listen(0, '127.0.0.1', () => process.send!((server.address() as net.AddressInfo).port))
+  process.on('message', () => {
+    const u = process.cpuUsage()
+    process.send!(u.user + u.system)
+  })
+}
+
+async function main(): Promise<void> {
+  console.log(`${CALLS} calls each; µs per call`)
+  console.log(
+    '| what | sequential wall | sequential cpu | 16 at a time: calls/s | 16 at a time: cpu |',
+  )
+  console.log('| --- | ---: | ---: | ---: | ---: |')
+
+  const socket = net.connect(Number(redisPort), redisHost)
+  await new Promise((r) => socket.once('connect', r))
+  socket.setNoDelay(true)
+  // One PING at a time: each answer is one "+PONG\r\n".
+  const ping: Call = () =>
+    new Promise((resolve) => {
+      socket.once('data', resolve)
+      socket.write('PING\r\n')
+    })
+  // (One at a time only: answers to calls in flight together would arrive as one read.)
+  report('loopback TCP round trip (raw PING to Redis)', await measure(ping, 1, ownCpu))
+  socket.destroy()
+
+  const redis = new Redis({ host: redisHost, port: Number(redisPort), enableAutoPipelining: true })
+  report(
+    'ioredis PING',
+    await measure(() => redis.ping(), 1, ownCpu),
+    await measure(() => redis.ping(), 16, ownCpu),
+  )
+  redis.disconnect()
+
+  const pool = new pg.Pool({ connectionString: PG_URL, max: 4 })
+  const query = () => pool.query('select $1::int as x', [1])
+  report('pg: select $1', await measure(query, 1, ownCpu), await measure(query, 16, ownCpu))
+  await pool.end()
+
+  const child = fork(import.meta.filename, ['serve'])
+  const port = await new Promise<number>((r) => child.once('message', (m) => r(Number(m))))
+  const serverCpu = () =>
+    new Promise<number>((r) => {
+      child.once('message', (m) => r(Number(m)))
+      child.send('cpu')
+    })
+  const session = http2.connect(`http://127.0.0.1:${port}`)
+  const body = Buffer.alloc(65)
+  body.writeUInt32BE(60, 1)
+  const call: Call = () =>
+    new Promise((resolve, reject) => {
+      const s = session.request({
+        ':method': 'POST',
+        ':path': '/bsky.Service/GetTimeline',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      })
+      s.on('data', () => {})
+      s.on('close', resolve)
+      s.on('error', reject)
+      s.end(body)
+    })
+  report(
+    'node:http2 unary call, 4 KB answer (server process cpu)',
+    await measure(call, 1, serverCpu),
+    await measure(call, 16, serverCpu),
+  )
+  session.close()
+  child.kill()
+}
+
+if (process.argv[2] === 'serve') serve()
+else await main()
