@@ -207,16 +207,11 @@ async function main(): Promise<void> {
       // The stock dataplane's server speaks HTTP/1.1 only.
       const appview = await spawnAppView(stock.url, '1.1', plc.url)
       try {
-        sides.stock = await measure('stock', appViewRead(appview.url, tokens), viewers).catch(
-          (err: unknown) => {
-            throw new Error(
-              `${String(err)}\nAppView output:\n${appview
-                .output()
-                .slice(-6000)
-                .replace(/"headers":\{[^}]*\}/g, '')}`,
-            )
-          },
-        )
+        const read = appViewRead(appview.url, tokens)
+        sides.stock = await measure('stock', read, viewers).catch((err: unknown) => {
+          throw new Error(`${String(err)}\nAppView output:\n${appview.output().slice(-6000)}`)
+        })
+        sides.stock.cost = await pageCost(read, viewers, stock.proc.pid!, appview.proc.pid!)
       } finally {
         await appview.stop()
         await stock.stop()
