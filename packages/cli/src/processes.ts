@@ -63,7 +63,10 @@ export function superviseProcesses(config: Config, entry: string[]): Supervisor 
     })
     slot.child = child
     slot.exit = new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
+      let ended = false
+      const end = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (ended) return
+        ended = true
         slot.child = undefined
         resolve(code ?? 1)
         if (stopping) return
@@ -74,6 +77,12 @@ export function superviseProcesses(config: Config, entry: string[]): Supervisor 
           'server process exited; restarting it',
         )
         slot.restart = setTimeout(() => run(i, next), next)
+      }
+      child.once('exit', end)
+      // A process that could not be started at all may never report an exit.
+      child.on('error', (err) => {
+        log.error({ process: i, err }, 'server process failed')
+        if (child.pid === undefined) end(null, null)
       })
     })
   }

@@ -27,9 +27,9 @@ export interface DirectLaneOptions {
   admission: Admission
   /**
    * Reads of the bounded routes (GetTimeline) in progress at once; past it, new ones are refused
-   * (resource_exhausted); 0: no bound.
-   * The event loop's delay only shows a backlog once it has formed; this bounds how much work
-   * is taken on in a burst, so what is accepted is answered within about this many reads' time.
+   * (resource_exhausted); 0: no bound. The event loop's delay only shows a backlog once it has
+   * formed; this bounds how much work a burst can queue, so what is accepted is answered within
+   * about this many reads' time.
    */
   maxInFlight: number
   /** Starts an rpc's timer (the same histogram Connect's requests are timed in). */
