@@ -232,9 +232,9 @@ export class HomeTimelines {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
       if (err.cause instanceof TimeoutError && loopLagMaxMs() > BUSY_LAG_MS) {
         // Late because this process is behind on its own work (its loop ran late within the
-        // last second), not because the store is: the answer most likely waited on this side. Postgres would cost this process
-        // more than the store did, so the read is refused rather than moved there, and the
-        // store stays in use for the reads after it.
+        // last second), not because the store is: the answer most likely waited on this side.
+        // Postgres would cost this process more than the store did, so the read is refused
+        // rather than moved there, and the store stays in use for the reads after it.
         reads.inc({ path: 'refused', reason: 'overloaded' })
         throw new Overloaded('the timeline store answered later than this busy process could wait')
       }
