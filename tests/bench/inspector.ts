@@ -58,21 +58,39 @@ export class InspectorSession {
   }
 }
 
-/** Runs `work` while the process at `port` records a CPU profile; returns both. */
+/**
+ * Runs `work` while the process at `port` records a CPU profile; returns both. With `allocations`,
+ * it also samples what the process allocates (every ~`allocations` bytes, objects the GC has
+ * already collected included): what a read allocates is what its minor GCs cost.
+ */
 export async function profileWhile<T>(
   port: number,
   work: () => Promise<T>,
   intervalUs = 200,
-): Promise<{ result: T; profile: unknown }> {
+  allocations?: number,
+): Promise<{ result: T; profile: unknown; heap?: unknown }> {
   const session = await InspectorSession.connect(port)
   try {
     await session.send('Profiler.enable')
     await session.send('Profiler.setSamplingInterval', { interval: intervalUs })
+    if (allocations) {
+      await session.send('HeapProfiler.enable')
+      await session.send('HeapProfiler.startSampling', {
+        samplingInterval: allocations,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      })
+    }
     await session.send('Profiler.start')
     const result = await work()
     const { profile } = (await session.send('Profiler.stop')) as { profile: unknown }
     await session.send('Profiler.disable')
-    return { result, profile }
+    let heap: unknown
+    if (allocations) {
+      heap = ((await session.send('HeapProfiler.stopSampling')) as { profile: unknown }).profile
+      await session.send('HeapProfiler.disable')
+    }
+    return { result, profile, heap }
   } finally {
     session.close()
   }

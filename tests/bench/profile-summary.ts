@@ -69,6 +69,41 @@ export function summarise(file: string, top = 25, reads?: number): string {
   return lines.join('\n')
 }
 
+interface HeapNode {
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  selfSize: number
+  children: HeapNode[]
+}
+
+/**
+ * Where a sampled allocation profile's bytes were allocated: by function (with its caller, since
+ * the allocating function is often a library's), as shares and, given `reads`, bytes per read.
+ */
+export function summariseAllocations(file: string, top = 25, reads?: number): string {
+  const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode }
+  const bySite = new Map<string, number>()
+  let total = 0
+  const frame = (n: HeapNode | undefined) =>
+    n
+      ? `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.split('/').slice(-2).join('/')}:${n.callFrame.lineNumber + 1}`
+      : ''
+  const walk = (n: HeapNode, parent: HeapNode | undefined) => {
+    if (n.selfSize) {
+      total += n.selfSize
+      const site = `${frame(n)} < ${frame(parent)}`
+      bySite.set(site, (bySite.get(site) ?? 0) + n.selfSize)
+    }
+    for (const c of n.children) walk(c, n)
+  }
+  walk(head, undefined)
+  const per = (b: number) => (reads ? `${(b / reads).toFixed(0).padStart(6)} B/read ` : '')
+  const lines = [`${file}: ${(total / 2 ** 20).toFixed(1)} MiB sampled, ${per(total)}`]
+  for (const [site, b] of [...bySite].sort((x, y) => y[1] - x[1]).slice(0, top)) {
+    lines.push(`  ${((100 * b) / total).toFixed(1).padStart(5)}% ${per(b)} ${site}`)
+  }
+  return lines.join('\n')
+}
+
 if (import.meta.main) {
   const [file, top, reads] = process.argv.slice(2)
   if (!file) {

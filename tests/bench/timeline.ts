@@ -33,6 +33,8 @@
 //   BENCH_PROFILE   a directory: CPU-profile our servers (through their inspectors) during the
 //                   step at BENCH_PROFILE_AT req/s (default 400), save the profiles there and
 //                   print where the time went
+//   BENCH_PROFILE_ALLOCATIONS 1: with BENCH_PROFILE, also sample what the servers allocate
+//                   (.heapprofile beside the CPU profile) and print bytes per read by function
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -53,7 +55,7 @@ import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
 import { processCpu, processCpuSplit, rss } from './proc.ts'
 import { rawGrpcClient, timelineRequestFrame, type RawGrpcClient } from './grpc-h2.ts'
-import { summarise } from './profile-summary.ts'
+import { summarise, summariseAllocations } from './profile-summary.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-100k-with-posts.json'
@@ -65,11 +67,16 @@ const SERVERS = (process.env.BENCH_SERVERS ?? '1,2').split(',').map(Number)
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2000)
 const PROFILE_DIR = process.env.BENCH_PROFILE
 const PROFILE_AT = Number(process.env.BENCH_PROFILE_AT ?? 400)
+const PROFILE_ALLOCATIONS = process.env.BENCH_PROFILE_ALLOCATIONS === '1'
 const DRIVER = process.env.BENCH_DRIVER ?? 'raw'
 if (DRIVER !== 'raw' && DRIVER !== 'connect') throw new Error('BENCH_DRIVER: raw or connect')
 const RAW_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1)
 const KEEP_REDIS = process.env.BENCH_REDIS
 const OVERLOAD = process.env.BENCH_OVERLOAD !== '0'
+// Ours runs under the Node flags it is deployed with (`pnpm start`, the Dockerfile).
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=64')
+  .split(' ')
+  .filter(Boolean)
 /** Ours' overload step per setup, with the servers' reads by path during it. */
 const overloadSteps: Record<string, StepResult & { paths: Record<string, number> }> = {}
 
@@ -323,20 +330,30 @@ async function profiled(
   let run: Promise<StepResult> | undefined
   const profiles = await Promise.all(
     servers.map((s, i) =>
-      profileWhile(s.inspectPort, () => {
-        // The first profiler to start runs the step; the others record while it runs.
-        if (i === 0) run = work()
-        return waitFor(() => run)
-      }),
+      profileWhile(
+        s.inspectPort,
+        () => {
+          // The first profiler to start runs the step; the others record while it runs.
+          if (i === 0) run = work()
+          return waitFor(() => run)
+        },
+        200,
+        PROFILE_ALLOCATIONS ? 16384 : undefined,
+      ),
     ),
   )
   const result = await run!
   mkdirSync(PROFILE_DIR!, { recursive: true })
-  profiles.forEach(({ profile }, i) => {
+  profiles.forEach(({ profile, heap }, i) => {
     const file = path.join(PROFILE_DIR!, `${name}-server${i + 1}-${PROFILE_AT}rps.cpuprofile`)
     writeFileSync(file, JSON.stringify(profile))
     const reads = Math.round((result.achieved * SECONDS) / servers.length)
     log(`profile of server ${i + 1} (about ${reads} reads):\n${summarise(file, 30, reads)}`)
+    if (heap) {
+      const heapFile = file.replace(/\.cpuprofile$/, '.heapprofile')
+      writeFileSync(heapFile, JSON.stringify(heap))
+      log(`allocations of server ${i + 1}:\n${summariseAllocations(heapFile, 25, reads)}`)
+    }
   })
   return result
 }
@@ -404,7 +421,7 @@ export async function spawnOurs(
   const inspectPort = await freePort()
   const inspect = PROFILE_DIR ? [`--inspect=127.0.0.1:${inspectPort}`] : []
   const child = await spawnReady(
-    [...inspect, 'packages/cli/src/main.ts', 'start'],
+    [...inspect, ...NODE_FLAGS, 'packages/cli/src/main.ts', 'start'],
     {
       DB_POSTGRES_URL: PG_URL,
       DB_POSTGRES_SCHEMA: schema,

@@ -217,7 +217,7 @@ describe('fan-out', () => {
     expect(recent.items.map((i) => i.uri)).toEqual([row.uri])
     // The home timeline merges it in at read time.
     const page = await t.home.read(did('ca'), 10, undefined)
-    expect(page?.items.map((i) => i.postUri)).toEqual([row.uri])
+    expect(page?.items.map((i) => i.uri)).toEqual([row.uri])
     await t.commit(t.unfollow('cb', 'cs'))
     expect(t.home.celebrities.has(did('cs'))).toBe(false)
     expect(await t.uris('ca')).toEqual([row.uri])

@@ -155,7 +155,9 @@ async function indexThroughProxy(
     const timelines: Record<string, string[]> = {}
     for (const did of ACCOUNTS) {
       const page = await home.read(did, 100, undefined)
-      timelines[did] = page ? page.items.map((i) => i.uri) : ['(not served from the store)']
+      timelines[did] = page
+        ? page.items.map((i) => i.repost || i.uri)
+        : ['(not served from the store)']
     }
     return {
       schema,

@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest'
 import {
   cursorOf,
+  decodeMember,
   seededRandom,
   type PageOptions,
   type TimelineItem,
@@ -371,8 +372,18 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
           celebrities: await store.authorRecent(celebs, { ...opts, atLeast }),
         }
       }
+      // home answers members; decoded, they are what the single-list reads give.
+      const items = <T extends { members: string[] }>({ members, ...rest }: T) => ({
+        items: members.map(decodeMember),
+        ...rest,
+      })
       const same = async (reader: string, celebs: string[], opts: PageOptions) => {
-        const got = await store.home(reader, celebs, opts)
+        const read = await store.home(reader, celebs, opts)
+        const got = {
+          timeline: read.timeline && items(read.timeline),
+          own: items(read.own),
+          celebrities: read.celebrities && items(read.celebrities),
+        }
         expect(got).toEqual(await composed(reader, celebs, opts))
         return got
       }

@@ -8,7 +8,9 @@ import {
   feedRowFromItem,
   itemFromFeedRow,
   lossyKeep,
-  mergePages,
+  memberCursor,
+  memberUris,
+  mergeHome,
   seededRandom,
   type TimelineItem,
 } from '@openplane/timelines'
@@ -66,15 +68,13 @@ describe('lossyKeep', () => {
   })
 })
 
-describe('mergePages', () => {
+describe('mergeHome', () => {
   const reader = did('reader')
   const rand = seededRandom(2024)
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!
   const T0 = Date.parse('2024-05-01T12:00:00.000Z')
   const at = (): string => new Date(T0 + Math.floor(rand() * 40)).toISOString()
-
-  const out = (items: readonly TimelineItem[]) =>
-    items.map((x) => ({ uri: x.uri, repost: x.repost ?? '' }))
+  const members = (items: readonly TimelineItem[]) => items.map(encodeMember)
 
   it("equals the server's mergeTimeline, wherever the followed rows come from", () => {
     for (let round = 0; round < 400; round++) {
@@ -86,6 +86,9 @@ describe('mergePages', () => {
       )
       const own = Array.from({ length: Math.floor(rand() * 25) }, () => post(reader, at()))
       if (rand() < 0.2) followed.push(...own.slice(0, 3)) // the reader follows themselves
+      // An own item with a followed item's (sortAt, cid): the stock keeps the followed one first.
+      const twin = followed.length && rand() < 0.3 ? pick(followed) : undefined
+      if (twin) own.push(post(reader, twin.sortAt, twin.cid))
       const limit = pick([1, 2, 3, 5, 9, 10, 11, 30, 50])
       const all = [...followed, ...own]
       const cursor = rand() < 0.5 || !all.length ? '' : cursorOf(pick(all))
@@ -100,20 +103,29 @@ describe('mergePages', () => {
       // Split the followed rows between the stored timeline and celebrity lists, with overlap.
       const timeline = followedRows.filter(() => rand() < 0.7)
       const celebrities = followedRows.filter((x) => !timeline.includes(x) || rand() < 0.2)
-      const ours = mergePages({ timeline, celebrities, own: ownRows, limit })
-      expect({ items: out(ours.items), cursor: ours.cursor }, `round ${round}`).toEqual(stock)
+      const ours = mergeHome({
+        timeline: members(timeline),
+        celebrities: members(celebrities),
+        own: members(ownRows),
+        limit,
+      })
+      expect(
+        { items: ours.members.map(memberUris), cursor: ours.cursor },
+        `round ${round}`,
+      ).toEqual(stock)
     }
   })
 
   it('ends with an empty cursor when the page is exactly filled, as the stock does', () => {
-    const items = Array.from({ length: 3 }, (_, i) =>
-      post(did('a'), new Date(T0 + i).toISOString()),
-    )
-    expect(mergePages({ timeline: items, celebrities: [], own: [], limit: 3 }).cursor).toBe('')
-    const more = mergePages({ timeline: items, celebrities: [], own: [], limit: 2 })
-    expect(more.cursor).toBe(cursorOf(more.items[1]!))
-    expect(mergePages({ timeline: [], celebrities: [], own: [], limit: 5 })).toEqual({
-      items: [],
+    const items = members(
+      Array.from({ length: 3 }, (_, i) => post(did('a'), new Date(T0 + i).toISOString())),
+    ).reverse()
+    expect(mergeHome({ timeline: items, celebrities: [], own: [], limit: 3 }).cursor).toBe('')
+    const more = mergeHome({ timeline: items, celebrities: [], own: [], limit: 2 })
+    expect(more.cursor).toBe(memberCursor(more.members[1]!))
+    expect(more.cursor).toBe(cursorOf(decodeMember(more.members[1]!)))
+    expect(mergeHome({ timeline: [], celebrities: [], own: [], limit: 5 })).toEqual({
+      members: [],
       cursor: '',
     })
   })

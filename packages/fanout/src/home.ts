@@ -6,9 +6,9 @@
 import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import { BUSY_LAG_MS, childLogger, loopLagMaxMs, Overloaded, throttle } from '@openplane/telemetry'
 import {
-  feedRowFromItem,
   itemFromFeedRow,
-  mergePages,
+  memberUris,
+  mergeHome,
   TimelineStoreUnavailable,
   TimeoutError,
   type FeedRow,
@@ -36,8 +36,15 @@ export interface HomeOptions {
   awaitOtherMs?: number
 }
 
+/** A page as the store merged it: the items as members (decode with decodeMember). */
+export interface HomeMembers {
+  members: string[]
+  cursor: string
+}
+
+/** A page as GetTimeline answers it: each item's post, and its repost ('' for a post). */
 export interface HomePage {
-  items: FeedRow[]
+  items: { uri: string; repost: string }[]
   cursor: string
 }
 
@@ -185,6 +192,17 @@ export class HomeTimelines {
     limit: number,
     before: TimeKey | undefined,
   ): Promise<HomePage | undefined> {
+    const page = await this.page(reader, limit, before)
+    // Only the page's own items are decoded, and only what the answer carries.
+    return page && { items: page.members.map(memberUris), cursor: page.cursor }
+  }
+
+  /** `read`'s page as members, for callers that need their order keys (sortAt, cid) too. */
+  async page(
+    reader: string,
+    limit: number,
+    before: TimeKey | undefined,
+  ): Promise<HomeMembers | undefined> {
     for (let round = 0; ; round++) {
       const got = await this.#readOnce(reader, limit, before)
       if (!('build' in got)) return got.page
@@ -198,7 +216,7 @@ export class HomeTimelines {
     reader: string,
     limit: number,
     before: TimeKey | undefined,
-  ): Promise<{ page: HomePage | undefined } | { build: Promise<boolean>[] }> {
+  ): Promise<{ page: HomeMembers | undefined } | { build: Promise<boolean>[] }> {
     if (this.#lostWrites !== this.#cleanAt) return { page: miss('recovering') }
     if (Date.now() < this.#readsPausedUntil) return { page: miss('unavailable') }
     const opts = { limit: limit + 1, before }
@@ -220,14 +238,14 @@ export class HomeTimelines {
       if (!page.complete || !(followed?.complete ?? true) || !own.complete) {
         return { page: miss('trimmed') }
       }
-      const merged = mergePages({
-        timeline: page.items,
-        celebrities: followed?.items ?? [],
-        own: own.items,
+      const merged = mergeHome({
+        timeline: page.members,
+        celebrities: followed?.members ?? [],
+        own: own.members,
         limit,
       })
       reads.inc({ path: 'store', reason: '' })
-      return { page: { items: merged.items.map(feedRowFromItem), cursor: merged.cursor } }
+      return { page: merged }
     } catch (err) {
       if (!(err instanceof TimelineStoreUnavailable)) throw err
       if (err.cause instanceof TimeoutError && loopLagMaxMs() > BUSY_LAG_MS) {

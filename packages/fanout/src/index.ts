@@ -12,5 +12,5 @@ export {
   type GraphOp,
 } from './graph-feed.ts'
 export { GraphFollower, type GraphFollowerOptions } from './graph-follower.ts'
-export { HomeTimelines, type HomeOptions, type HomePage } from './home.ts'
+export { HomeTimelines, type HomeMembers, type HomeOptions, type HomePage } from './home.ts'
 export type { FeedSource } from './source.ts'

@@ -4,7 +4,9 @@ export {
   DEFAULT_TARGET_LENGTH,
   type Activations,
   type AuthorPage,
+  type AuthorMembers,
   type HomeRead,
+  type MemberPage,
   type MaterialiseOptions,
   type MemoryStats,
   type PageOptions,
@@ -33,11 +35,11 @@ export {
   cursorOf,
   feedRowFromItem,
   itemFromFeedRow,
-  mergePages,
+  mergeHome,
   newestFirst,
   type FeedRow,
   type MergedPage,
   type MergeInput,
 } from './merge.ts'
 export { lossyKeep, seededRandom } from './lossy.ts'
-export { decodeMember, encodeMember } from './member.ts'
+export { decodeMember, encodeMember, memberCursor, memberUris } from './member.ts'

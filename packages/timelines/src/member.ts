@@ -83,6 +83,27 @@ export function decodeMember(member: string): TimelineItem {
   }
 }
 
+/**
+ * The feed item's uris as GetTimeline answers them: the post, and the repost ('' for a post).
+ * Only what an answer needs is expanded; sortAt and cid stay in the member.
+ */
+export function memberUris(member: string): { uri: string; repost: string } {
+  const b = member.indexOf(SEP, member.indexOf(SEP) + 1)
+  const r = member.indexOf(REPOST_SEP, b + 1)
+  if (r < 0) return { uri: expandUri(member.slice(b + 1), POST), repost: '' }
+  return {
+    uri: expandUri(member.slice(b + 1, r), POST),
+    repost: expandUri(member.slice(r + 1), REPOST),
+  }
+}
+
+/** The stock's cursor for the member's item, `<epoch-ms of sortAt>__<cid>` (as cursorOf). */
+export function memberCursor(member: string): string {
+  const a = member.indexOf(SEP)
+  const b = member.indexOf(SEP, a + 1)
+  return `${Date.parse(member.slice(0, a))}__${member.slice(a + 1, b)}`
+}
+
 export const isGhost = (member: string): boolean => member.endsWith(GHOST_MARK)
 export const ghostOf = (member: string): string => member + GHOST_MARK
 

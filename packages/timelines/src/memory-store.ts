@@ -10,7 +10,7 @@ import {
   checkDid,
 } from './member.ts'
 import { randomUUID } from 'node:crypto'
-import { composeHome } from './home-read.ts'
+import { composeHome, type MemberReads } from './home-read.ts'
 import { MemoryList } from './memory-list.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, type Slice } from './slices.ts'
@@ -19,9 +19,11 @@ import {
   DEFAULT_REBUILD_LEASE_MS,
   DEFAULT_TARGET_LENGTH,
   type Activations,
+  type AuthorMembers,
   type AuthorPage,
   type HomeRead,
   type MaterialiseOptions,
+  type MemberPage,
   type MemoryStats,
   type PageOptions,
   type StorePage,
@@ -101,16 +103,25 @@ export class MemoryTimelineStore implements TimelineStore {
   }
 
   async page(reader: string, opts: PageOptions): Promise<StorePage | null> {
+    const page = this.#pageMembers(reader, opts)
+    return page && { items: page.members.map(decodeMember), complete: page.complete }
+  }
+
+  #pageMembers(reader: string, opts: PageOptions): MemberPage | null {
     const list = this.#timelines.get(checkDid(reader))
     if (list?.state !== 'ready') return null
     const count = pageCount(opts.limit)
     const floor = floorOf(opts)
-    const { members, complete } = mergeSlices([list.slice(bound(opts), count, floor)], count, floor)
-    return { items: members.map(decodeMember), complete }
+    return mergeSlices([list.slice(bound(opts), count, floor)], count, floor)
   }
 
   home(reader: string, celebrities: readonly string[], opts: PageOptions): Promise<HomeRead> {
-    return composeHome(this, reader, celebrities, opts)
+    return composeHome(this.#memberReads, reader, celebrities, opts)
+  }
+
+  readonly #memberReads: MemberReads = {
+    page: async (reader, opts) => this.#pageMembers(reader, opts),
+    authors: async (authors, opts) => this.#authorMembers(authors, opts),
   }
 
   async isMaterialised(reader: string): Promise<boolean> {
@@ -193,6 +204,11 @@ export class MemoryTimelineStore implements TimelineStore {
   }
 
   async authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage> {
+    const { members, complete, missing } = this.#authorMembers(authors, opts)
+    return { items: members.map(decodeMember), complete, missing }
+  }
+
+  #authorMembers(authors: readonly string[], opts: PageOptions): AuthorMembers {
     const count = pageCount(opts.limit)
     const floor = floorOf(opts)
     const slices: Slice[] = []
@@ -203,7 +219,7 @@ export class MemoryTimelineStore implements TimelineStore {
       else missing.push(author)
     }
     const { members, complete } = mergeSlices(slices, count, floor)
-    return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
+    return { members, complete: complete && !missing.length, missing }
   }
 
   async startAuthorRebuild(

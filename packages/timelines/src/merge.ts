@@ -2,6 +2,7 @@
 // stand in for the stock's "followed accounts" query, then own items join under the stock's page
 // rules. Kept equal to the server's mergeTimeline (tests compare them), without depending on the
 // server package.
+import { memberCursor, SEP } from './member.ts'
 import type { TimelineItem } from './types.ts'
 
 /** feed_item columns as the server's Postgres timeline reads them. */
@@ -38,71 +39,93 @@ export function newestFirst(a: TimelineItem, b: TimelineItem): number {
 const OWN_POSTS_FLOOR = 10
 
 export interface MergeInput {
-  /** The reader's stored timeline after the cursor: `page(reader, { limit: limit + 1 })`. */
-  timeline: readonly TimelineItem[]
-  /** Followed celebrities' items after the cursor: `authorRecent(celebs, { limit: limit + 1 })`. */
-  celebrities: readonly TimelineItem[]
-  /** The reader's own feed items after the cursor, `limit + 1` of them (Postgres ownItems). */
-  own: readonly TimelineItem[]
+  /** The reader's stored timeline after the cursor, as members, newest first (limit + 1). */
+  timeline: readonly string[]
+  /** Followed celebrities' members after the cursor, newest first (limit + 1). */
+  celebrities: readonly string[]
+  /** The reader's own members after the cursor, newest first (limit + 1). */
+  own: readonly string[]
   limit: number
 }
 
 export interface MergedPage {
-  items: TimelineItem[]
+  /** The page's members, newest first. */
+  members: string[]
   /** The stock's cursor, or '' when no further page exists. */
   cursor: string
 }
 
 /**
- * One GetTimeline page. Followed items are the union of the timeline and the celebrity items
- * (an item in both counts once), cut to `limit + 1` like the stock's query. Own items fill the
- * slots followed items leave empty, at least OWN_POSTS_FLOOR of them regardless; the page has a
- * cursor when the merge overflowed, or when own items were cut by their cap. Own items are not
- * deduplicated against followed ones: a reader following themselves sees them twice in the
- * stock too.
+ * One GetTimeline page, merged on members as the lists hold them: member order is (sortAt, cid)
+ * order (member.ts), so nothing is decoded but the page's own items, later, by whoever answers.
+ * Followed items are the union of the timeline and the celebrity items (an item in both counts
+ * once), cut to `limit + 1` like the stock's query. Own items fill the slots followed items leave
+ * empty, at least OWN_POSTS_FLOOR of them regardless; the page has a cursor when the merge
+ * overflowed, or when own items were cut by their cap. Own items are not deduplicated against
+ * followed ones: a reader following themselves sees them twice in the stock too.
  */
-export function mergePages(input: MergeInput): MergedPage {
+export function mergeHome(input: MergeInput): MergedPage {
   const { limit } = input
-  const followed = mergeFollowed(input.timeline, input.celebrities).slice(0, limit + 1)
+  const followed = union(input.timeline, input.celebrities, limit + 1)
   const ownLimit = Math.max(
     Math.min(limit, OWN_POSTS_FLOOR),
     limit - Math.min(followed.length, limit),
   )
-  const merged = [...followed, ...input.own.slice(0, ownLimit)].sort(newestFirst)
-  const items = merged.slice(0, Math.max(limit, 0))
-  const last = items.at(-1)
-  if (!last) return { items: [], cursor: '' }
-  const more = merged.length > limit || input.own.length > ownLimit
-  return { items, cursor: more ? cursorOf(last) : '' }
-}
-
-function mergeFollowed(
-  timeline: readonly TimelineItem[],
-  celebrities: readonly TimelineItem[],
-): TimelineItem[] {
-  if (celebrities.length === 0) return [...timeline]
-  // Both inputs are newest first and each holds an item once: merge them, keeping one of an item
-  // found in both (a celebrity's post fanned out before it crossed the threshold). Items are
-  // compared by their fields, not re-encoded into members: this runs on every read.
-  const out: TimelineItem[] = []
+  const own = input.own.length > ownLimit ? input.own.slice(0, ownLimit) : input.own
+  // Both newest first: a merge, not a sort. The stock sorts on (sortAt, cid) only and keeps ties
+  // in input order, followed before own; so does this.
+  const size = Math.min(followed.length + own.length, Math.max(limit, 0))
+  const members: string[] = new Array<string>(size)
   let i = 0
   let j = 0
-  while (i < timeline.length || j < celebrities.length) {
-    const a = timeline[i]
-    const b = celebrities[j]
-    const order = !a ? 1 : !b ? -1 : newestFirst(a, b) || sameOrder(a, b)
-    if (order === 0) j++ // the same item in both: keep the timeline's
-    out.push(order > 0 ? b! : a!)
-    if (order > 0) j++
-    else i++
+  for (let k = 0; k < size; k++) {
+    const a = followed[i]
+    const b = own[j]
+    if (b === undefined || (a !== undefined && (a >= b || sameKey(a, b)))) {
+      members[k] = a!
+      i++
+    } else {
+      members[k] = b
+      j++
+    }
   }
-  return out
+  const more = followed.length + own.length > limit || input.own.length > ownLimit
+  const last = members.at(-1)
+  if (last === undefined) return { members: [], cursor: '' }
+  return { members, cursor: more ? memberCursor(last) : '' }
 }
 
-/** Ties on (sortAt, cid): the member order (post, then repost, descending); 0 if the same item. */
-function sameOrder(a: TimelineItem, b: TimelineItem): number {
-  if (a.uri !== b.uri) return a.uri > b.uri ? -1 : 1
-  const ra = a.repost ?? ''
-  const rb = b.repost ?? ''
-  return ra === rb ? 0 : ra > rb ? -1 : 1
+/** Whether two members have the same (sortAt, cid): the same text up to the second SEP. */
+function sameKey(a: string, b: string): boolean {
+  const end = b.indexOf(SEP, b.indexOf(SEP) + 1)
+  if (a.length <= end || a.charCodeAt(end) !== SEP_CODE) return false
+  for (let k = 0; k < end; k++) if (a.charCodeAt(k) !== b.charCodeAt(k)) return false
+  return true
+}
+
+const SEP_CODE = SEP.charCodeAt(0)
+
+/** The newest `max` of two descending member lists, an item in both once. */
+function union(a: readonly string[], b: readonly string[], max: number): readonly string[] {
+  if (b.length === 0) return a.length > max ? a.slice(0, max) : a
+  const out: string[] = []
+  let i = 0
+  let j = 0
+  while (out.length < max && (i < a.length || j < b.length)) {
+    const x = a[i]
+    const y = b[j]
+    if (y === undefined || (x !== undefined && x > y)) {
+      out.push(x!)
+      i++
+    } else if (x === undefined || y > x) {
+      out.push(y)
+      j++
+    } else {
+      // The same item in both (a celebrity's post fanned out before it crossed the threshold).
+      out.push(x)
+      i++
+      j++
+    }
+  }
+  return out
 }

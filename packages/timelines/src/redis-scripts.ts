@@ -260,26 +260,27 @@ return out
 /**
  * Read-only; everything a home timeline page reads, in one call. KEYS[1] the reader's timeline;
  * ARGV[1] count, ARGV[2] max (ZRANGE BYLEX bound), ARGV[3] the reader's own list, ARGV[4..] the
- * followed celebrities' lists. For each list, as SLICES does: sentinel (or ''), lowest member (or
- * ''), then up to count + 1 members from max down, joined by '\n' into one string (one reply
- * to parse instead of one per member; members hold no '\n'). The celebrities' lists are read
- * only when the timeline is materialised, and only down to the timeline's count-th member when
- * its first count members are items: nothing older can make the merged page.
+ * followed celebrities' lists. The reply is one string (one bulk reply to parse, not three per
+ * list): the lists joined by \x1d, each as sentinel (or ''), \x1e, the lowest member when the
+ * sentinel says the list has a horizon (else ''), \x1e, then up to count + 1 members from max
+ * down joined by '\n' (members hold none of these). The celebrities' lists are read only when the
+ * timeline is materialised, and only down to the timeline's count-th member when its first count
+ * members are items: nothing older can make the merged page.
  */
 export const HOME = script(`
 local count, max = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local function read(k, min)
   local rows = redis.call('ZRANGE', k, max, min, 'BYLEX', 'REV', 'LIMIT', 0, count + 1)
-  out[#out + 1] = redis.call('ZRANGE', k, -1, -1)[1] or ''
-  out[#out + 1] = redis.call('ZRANGE', k, 0, 0)[1] or ''
-  out[#out + 1] = table.concat(rows, '\\n')
-  return rows
+  local s = redis.call('ZRANGE', k, -1, -1)[1] or ''
+  local low = ''
+  if s == TRUNCATED or s == WARMING_T then low = redis.call('ZRANGE', k, 0, 0)[1] or '' end
+  out[#out + 1] = s .. '\\30' .. low .. '\\30' .. table.concat(rows, '\\n')
+  return rows, s
 end
-local rows = read(KEYS[1], '-')
+local rows, s = read(KEYS[1], '-')
 read(ARGV[3], '-')
-local s = out[1]
-if s ~= READY and s ~= TRUNCATED then return out end
+if s ~= READY and s ~= TRUNCATED then return table.concat(out, '\\29') end
 local min = '-'
 if count > 0 and #rows >= count then
   local full = true
@@ -292,5 +293,5 @@ if count > 0 and #rows >= count then
   if full then min = '[' .. rows[count] end
 end
 for i = 4, #ARGV do read(ARGV[i], min) end
-return out
+return table.concat(out, '\\29')
 `)

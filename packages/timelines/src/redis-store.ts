@@ -37,7 +37,7 @@ import {
   START,
   type LuaScript,
 } from './redis-scripts.ts'
-import { composeHome } from './home-read.ts'
+import { composeHome, type MemberReads } from './home-read.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, sliceOf, type Slice } from './slices.ts'
 import { keySlot } from './slot.ts'
@@ -46,9 +46,11 @@ import {
   DEFAULT_REBUILD_LEASE_MS,
   DEFAULT_TARGET_LENGTH,
   type Activations,
+  type AuthorMembers,
   type AuthorPage,
   type HomeRead,
   type MaterialiseOptions,
+  type MemberPage,
   type MemoryStats,
   type PageOptions,
   type StorePage,
@@ -123,18 +125,24 @@ export class RedisTimelineStore implements TimelineStore {
   }
 
   async page(reader: string, opts: PageOptions): Promise<StorePage | null> {
+    const page = await this.#pageMembers(reader, opts)
+    return page && { items: page.members.map(decodeMember), complete: page.complete }
+  }
+
+  async #pageMembers(reader: string, opts: PageOptions): Promise<MemberPage | null> {
     const count = pageCount(opts.limit)
     const key = this.#timeline(reader)
     const [read] = await this.#op('page', () => this.#slices([key], opts, count))
     const { head, slice } = read!
     if (!head.ready) return null
-    const { members, complete } = mergeSlices([slice], count, floorOf(opts))
-    return { items: members.map(decodeMember), complete }
+    return mergeSlices([slice], count, floorOf(opts))
   }
 
   async home(reader: string, celebrities: readonly string[], opts: PageOptions): Promise<HomeRead> {
     // A Cluster keeps the celebrities' lists on other nodes than the reader's.
-    if (this.#client instanceof Cluster) return composeHome(this, reader, celebrities, opts)
+    if (this.#client instanceof Cluster) {
+      return composeHome(this.#memberReads, reader, celebrities, opts)
+    }
     const count = pageCount(opts.limit)
     const authors = [...new Set(celebrities)]
     const args = [
@@ -143,26 +151,27 @@ export class RedisTimelineStore implements TimelineStore {
       this.#author(reader),
       ...authors.map((a) => this.#author(a)),
     ]
-    const rows = (await this.#op('home', () =>
+    const reply = (await this.#op('home', () =>
       this.#eval(HOME, [this.#timeline(reader)], args),
-    )) as string[]
-    const lists = []
-    for (let i = 0; i + 2 < rows.length; i += 3) {
-      lists.push(joinedSlice(rows[i]!, rows[i + 1]!, rows[i + 2]!, count))
-    }
+    )) as string
+    const lists = reply.split(LIST_SEP).map((list) => homeList(list, count))
     const [tl, own] = lists as [Read, Read]
     const ownPage = authorPage([own], [reader], count, undefined)
     if (!tl.head.ready) return { timeline: null, own: ownPage, celebrities: undefined }
-    const { members, complete } = mergeSlices([tl.slice], count)
-    const timeline = { items: members.map(decodeMember), complete }
+    const timeline = mergeSlices([tl.slice], count)
     if (!authors.length) return { timeline, own: ownPage, celebrities: undefined }
     // The script read the celebrities down to the timeline's last item when the page was full.
-    const floor = members.length === count ? members[count - 1] : undefined
+    const floor = timeline.members.length === count ? timeline.members[count - 1] : undefined
     return {
       timeline,
       own: ownPage,
       celebrities: authorPage(lists.slice(2), authors, count, floor),
     }
+  }
+
+  readonly #memberReads: MemberReads = {
+    page: (reader, opts) => this.#pageMembers(reader, opts),
+    authors: (authors, opts) => this.#authorMembers(authors, opts),
   }
 
   async isMaterialised(reader: string): Promise<boolean> {
@@ -273,6 +282,11 @@ export class RedisTimelineStore implements TimelineStore {
   }
 
   async authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage> {
+    const { members, complete, missing } = await this.#authorMembers(authors, opts)
+    return { items: members.map(decodeMember), complete, missing }
+  }
+
+  async #authorMembers(authors: readonly string[], opts: PageOptions): Promise<AuthorMembers> {
     const count = pageCount(opts.limit)
     const unique = [...new Set(authors)]
     const keys = unique.map((a) => this.#author(a))
@@ -581,9 +595,17 @@ function parseSlice(row: readonly string[], count: number): Read {
   return readOf(state, lowest, range, count)
 }
 
-/** A HOME list: sentinel, lowest member, and the range joined by '\n'. */
-function joinedSlice(state: string, lowest: string, joined: string, count: number): Read {
-  return readOf(state, lowest, joined ? joined.split('\n') : [], count)
+/** Separators of the HOME reply: between lists, and between a list's three fields. */
+const LIST_SEP = '\x1d'
+const FIELD_SEP = '\x1e'
+
+/** A HOME list: sentinel, FIELD_SEP, lowest member (when ghosted), FIELD_SEP, the range. */
+function homeList(list: string, count: number): Read {
+  const a = list.indexOf(FIELD_SEP)
+  const b = list.indexOf(FIELD_SEP, a + 1)
+  if (a < 0 || b < 0) throw new Error('the HOME script answered a list without its fields')
+  const joined = list.slice(b + 1)
+  return readOf(list.slice(0, a), list.slice(a + 1, b), joined ? joined.split('\n') : [], count)
 }
 
 function readOf(state: string, lowest: string, range: readonly string[], count: number): Read {
@@ -598,7 +620,7 @@ function authorPage(
   authors: readonly string[],
   count: number,
   floor: string | undefined,
-): AuthorPage {
+): AuthorMembers {
   const slices: Slice[] = []
   const missing: string[] = []
   read.forEach(({ head, slice }, i) => {
@@ -606,7 +628,7 @@ function authorPage(
     else missing.push(authors[i]!)
   })
   const { members, complete } = mergeSlices(slices, count, floor)
-  return { items: members.map(decodeMember), complete: complete && !missing.length, missing }
+  return { members, complete: complete && !missing.length, missing }
 }
 
 /** One reply of a MULTI; a failed transaction or command rejects. */

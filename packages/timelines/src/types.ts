@@ -46,18 +46,33 @@ export interface AuthorPage extends StorePage {
   missing: string[]
 }
 
-/** What one home timeline page reads from the store (see TimelineStore.home). */
+/**
+ * A page as the lists hold it: members (member.ts), newest first, undecoded. A home page is merged
+ * on these and decodes only what it answers.
+ */
+export interface MemberPage {
+  members: string[]
+  /** As StorePage.complete. */
+  complete: boolean
+}
+
+export interface AuthorMembers extends MemberPage {
+  /** As AuthorPage.missing. */
+  missing: string[]
+}
+
+/** What one home timeline page reads from the store (see TimelineStore.home), as members. */
 export interface HomeRead {
   /** The reader's timeline, as `page` gives it; null when not materialised. */
-  timeline: StorePage | null
+  timeline: MemberPage | null
   /** The reader's own recent items, as `authorRecent([reader])` gives them. */
-  own: AuthorPage
+  own: AuthorMembers
   /**
    * The followed celebrities' items, as `authorRecent` gives them down to the timeline page's
    * last item when the timeline filled the page; undefined when there are none to read or the
    * timeline is not materialised.
    */
-  celebrities: AuthorPage | undefined
+  celebrities: AuthorMembers | undefined
 }
 
 export interface MaterialiseOptions {

@@ -1,6 +1,7 @@
 // What the fuzzer compares after a sequence: every indexed table against the stock's (counters
 // against the stock's rows recounted), the follow graph against our `follow` table, and each
 // account's fanned-out timeline against the stock dataplane's GetTimeline.
+import { decodeMember, memberUris } from '@openplane/timelines'
 import { diffSchemas, INDEXED_TABLES } from '../indexer.ts'
 import type { OurRun } from './ours.ts'
 import { fuzzPool } from './schema.ts'
@@ -77,16 +78,18 @@ export async function compareTimelines(
         text: `${i.uri} ${i.repost}`,
       })),
     )
-    const page = await run.home.read(did, 100, undefined)
+    const page = await run.home.page(did, 100, undefined)
     if (!page) {
       out.push({ kind: 'timeline', detail: `${a}'s timeline was not served from the store` })
       continue
     }
     const have = untied(
-      page.items.map((i) => ({
-        key: `${i.sortAt} ${i.cid}`,
-        text: `${i.postUri} ${i.uri === i.postUri ? '' : i.uri}`,
-      })),
+      page.members.map((m) => {
+        // The key from the member, the text as GetTimeline answers it.
+        const { sortAt, cid } = decodeMember(m)
+        const { uri, repost } = memberUris(m)
+        return { key: `${sortAt} ${cid}`, text: `${uri} ${repost}` }
+      }),
     )
     if (JSON.stringify(want) !== JSON.stringify(have)) {
       out.push({

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { Identity } from '@openplane/identity'
 import type { Service } from '@openplane/proto'
-import type { FeedItemRow } from './util/feed-item.ts'
+import type { FeedItemOut } from './util/feed-item.ts'
 import type { TimeKey } from './util/pagination.ts'
 
 export interface RouteContext {
@@ -17,12 +17,12 @@ export interface RouteContext {
 }
 
 export interface HomeTimelineReader {
-  /** A page under the stock's rules, or undefined when Postgres must answer it. */
+  /** A page under the stock's rules, as answered, or undefined when Postgres must answer it. */
   read(
     reader: string,
     limit: number,
     before: TimeKey | undefined,
-  ): Promise<{ items: FeedItemRow[]; cursor: string } | undefined>
+  ): Promise<{ items: FeedItemOut[]; cursor: string } | undefined>
 }
 
 /**

@@ -100,7 +100,7 @@ export async function timelinePage(ctx: RouteContext, req: TimelineRequest): Pro
     limit > 0
       ? await ctx.timelines?.read(req.actorDid, limit, decodeTimeKey(req.cursor))
       : undefined
-  if (fast) return { items: fast.items.map(feedItemFromRow), cursor: fast.cursor }
+  if (fast) return fast
   return timelineFromPostgres(ctx.db, req)
 }
 
