@@ -420,6 +420,12 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       await same(alice, [celeb, other], { limit: 8 })
       const before = decodeTimeKey(cursorOf(stockPage(followed, 8)[4]!))
       await same(alice, [celeb, other], { limit: 3, before })
+      // A cursor below the timeline's horizon: nothing there is known, though nothing is stored.
+      const past = decodeTimeKey(cursorOf(stockPage(followed, 8)[6]!))
+      expect((await same(alice, [celeb, other], { limit: 3, before: past })).timeline).toEqual({
+        items: [],
+        complete: false,
+      })
       await same(alice, [], { limit: 4 })
       await store.materialiseAuthor(carol, [], { complete: true })
       const t2 = await store.startRebuild(carol)

@@ -261,36 +261,56 @@ return out
  * Read-only; everything a home timeline page reads, in one call. KEYS[1] the reader's timeline;
  * ARGV[1] count, ARGV[2] max (ZRANGE BYLEX bound), ARGV[3] the reader's own list, ARGV[4..] the
  * followed celebrities' lists. The reply is one string (one bulk reply to parse, not three per
- * list): the lists joined by \x1d, each as sentinel (or ''), \x1e, the lowest member when the
- * sentinel says the list has a horizon (else ''), \x1e, then up to count + 1 members from max
- * down joined by '\n' (members hold none of these). The celebrities' lists are read only when the
- * timeline is materialised, and only down to the timeline's count-th member when its first count
- * members are items: nothing older can make the merged page.
+ * list): the lists joined by \x1d, each as sentinel (or ''), \x1e, horizon, \x1e, then up to
+ * count + 1 members from max down joined by '\n' (members hold none of these). The celebrities'
+ * lists are read only when the timeline is materialised, and only down to the timeline's count-th
+ * member when its first count members are items: nothing older can make the merged page.
+ *
+ * The horizon is the list's ghost when it has one and it can matter, else ''. A first page (max
+ * is the top) reads each list in one range from '+', the sentinel included; its ghost is then in
+ * the range (its last row) or below the range's low end, where it cannot cut the page. A later
+ * page reads the sentinel and the ghost on their own, as a ghost above the cursor leaves the
+ * range empty. Every call a list needs less counts: Redis spends most of a read here.
  */
 export const HOME = script(`
 local count, max = tonumber(ARGV[1]), ARGV[2]
+local first = max == '(\\127'
 local out = {}
 local function read(k, min)
-  local rows = redis.call('ZRANGE', k, max, min, 'BYLEX', 'REV', 'LIMIT', 0, count + 1)
-  local s = redis.call('ZRANGE', k, -1, -1)[1] or ''
+  local rows, s, from
+  if first then
+    rows = redis.call('ZRANGE', k, '+', min, 'BYLEX', 'REV', 'LIMIT', 0, count + 2)
+    s = rows[1]
+    if s and GHOSTED[s] then from = 2 else s, from = '', 1 end
+  else
+    rows = redis.call('ZRANGE', k, max, min, 'BYLEX', 'REV', 'LIMIT', 0, count + 1)
+    s, from = redis.call('ZRANGE', k, -1, -1)[1] or '', 1
+  end
   local low = ''
-  if s == TRUNCATED or s == WARMING_T then low = redis.call('ZRANGE', k, 0, 0)[1] or '' end
-  out[#out + 1] = s .. '\\30' .. low .. '\\30' .. table.concat(rows, '\\n')
-  return rows, s
+  if s == TRUNCATED or s == WARMING_T then
+    local last = rows[#rows]
+    if #rows >= from and is_ghost(last) then
+      low = last
+    elseif not first then
+      low = redis.call('ZRANGE', k, 0, 0)[1] or ''
+    end
+  end
+  out[#out + 1] = s .. '\\30' .. low .. '\\30' .. table.concat(rows, '\\n', from)
+  return rows, s, from
 end
-local rows, s = read(KEYS[1], '-')
+local rows, s, from = read(KEYS[1], '-')
 read(ARGV[3], '-')
 if s ~= READY and s ~= TRUNCATED then return table.concat(out, '\\29') end
 local min = '-'
-if count > 0 and #rows >= count then
+if count > 0 and #rows - from + 1 >= count then
   local full = true
-  for i = 1, count do
+  for i = from, from + count - 1 do
     if is_ghost(rows[i]) then
       full = false
       break
     end
   end
-  if full then min = '[' .. rows[count] end
+  if full then min = '[' .. rows[from + count - 1] end
 end
 for i = 4, #ARGV do read(ARGV[i], min) end
 return table.concat(out, '\\29')

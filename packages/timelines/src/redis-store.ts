@@ -599,13 +599,19 @@ function parseSlice(row: readonly string[], count: number): Read {
 const LIST_SEP = '\x1d'
 const FIELD_SEP = '\x1e'
 
-/** A HOME list: sentinel, FIELD_SEP, lowest member (when ghosted), FIELD_SEP, the range. */
+/**
+ * A HOME list: sentinel, FIELD_SEP, horizon, FIELD_SEP, the range. An empty horizon is one that
+ * cannot cut this range (see HOME), so the slice is read as having none.
+ */
 function homeList(list: string, count: number): Read {
   const a = list.indexOf(FIELD_SEP)
   const b = list.indexOf(FIELD_SEP, a + 1)
   if (a < 0 || b < 0) throw new Error('the HOME script answered a list without its fields')
   const joined = list.slice(b + 1)
-  return readOf(list.slice(0, a), list.slice(a + 1, b), joined ? joined.split('\n') : [], count)
+  const state = list.slice(0, a)
+  const ready = state === READY || state === TRUNCATED
+  const ghost = b > a + 1 ? list.slice(a + 1, b) : undefined
+  return { head: { ready, ghost }, slice: sliceOf(joined ? joined.split('\n') : [], count, ghost) }
 }
 
 function readOf(state: string, lowest: string, range: readonly string[], count: number): Read {
