@@ -14,6 +14,11 @@
 //   timeline: at 100 rps p99 stock <ms> ms, openplane <ms> ms, ratio <x>x; openplane max rps at p99<=10ms <n>
 // (openplane: the better of its two setups). Not part of CI.
 //
+// The generator runs with a small young generation (package.json: --max-semi-space-size=4):
+// node:http2's client keeps each call's objects past one minor GC (about 4 KB a call; a bare
+// client does it too), so every minor GC copies them, and with the default size each pause
+// (3-6 ms, longer with more) lands on the latencies it is measuring. Small ones pause < 1 ms.
+//
 //   BENCH_USERBASE  userbase parameter file (default packages/sim/examples/userbase-100k-with-posts.json)
 //   BENCH_SCHEMA    schema to load into / reuse (default bench_tl_<num_users in letters: the stock
 //                   dataplane accepts [A-Za-z_] only>, e.g. bench_tl_baaaaa for 100000)
