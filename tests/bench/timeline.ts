@@ -103,6 +103,8 @@ export interface StepResult {
   dropped: number
   /** This process's CPU over the step, as a share of one core. */
   generatorCpu: number
+  /** Upper bound (a latency bucket, ms) of the servers' own p99, without the generator's share. */
+  serverP99Within?: number
   /** The generator's own longest stall (event-loop delay, ms): it adds to the latencies. */
   generatorStallMs: number
   /** The servers' CPU per answered read, ms (ours only). */
@@ -270,6 +272,7 @@ async function sweep(
   for (const rate of RATES) {
     const c0 = cpu()
     const s0 = sys()
+    const b0 = servers.length ? await timelineBuckets(servers) : undefined
     const r =
       PROFILE_DIR && rate === PROFILE_AT && servers.length
         ? await profiled(name, servers, () => step(read, readers, rate, SECONDS))
@@ -277,6 +280,7 @@ async function sweep(
     if (servers.length) {
       r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
       r.sysPerRead = ((sys() - s0) * 1000) / (r.achieved * SECONDS)
+      r.serverP99Within = p99Within(b0!, await timelineBuckets(servers))
     }
     results.push(r)
     log(
@@ -285,7 +289,8 @@ async function sweep(
         `generator cpu ${(r.generatorCpu * 100).toFixed(0)}%, longest stall ${r.generatorStallMs.toFixed(1)} ms` +
         (r.cpuPerRead === undefined
           ? ''
-          : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read (${r.sysPerRead!.toFixed(3)} in the kernel)`),
+          : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read (${r.sysPerRead!.toFixed(3)} in the kernel)` +
+            `, server-side p99 <= ${r.serverP99Within} ms`),
     )
     // Past 100 ms p99 or half the rate, a side is done; but every side runs up to 100 req/s,
     // the step the summary line compares.
@@ -372,6 +377,37 @@ async function profiled(
     }
   })
   return result
+}
+
+/**
+ * GetTimeline answers (ok) by the servers' own latency buckets (openplane_rpc_duration_seconds:
+ * from the request's arrival to its answer, so without the generator's or the kernel's share),
+ * summed over the servers: bucket bound in seconds → cumulative count.
+ */
+async function timelineBuckets(servers: Ours[]): Promise<Map<number, number>> {
+  const out = new Map<number, number>()
+  for (const { child } of servers) {
+    const text = await (await fetch(`${child.url}/metrics`)).text()
+    for (const m of text.matchAll(/^openplane_rpc_duration_seconds_bucket\{([^}]*)\} (\d+)/gm)) {
+      const labels = m[1]!
+      if (!labels.includes('method="GetTimeline"') || !labels.includes('code="ok"')) continue
+      const le = /le="([^"]+)"/.exec(labels)?.[1]
+      if (le === undefined) continue
+      const bound = le === '+Inf' ? Infinity : Number(le)
+      out.set(bound, (out.get(bound) ?? 0) + Number(m[2]))
+    }
+  }
+  return out
+}
+
+/** The smallest bucket bound (ms) within which 99% of the answers between two scrapes fell. */
+function p99Within(before: Map<number, number>, after: Map<number, number>): number {
+  const bounds = [...after.keys()].sort((a, b) => a - b)
+  const all = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0)
+  for (const bound of bounds) {
+    if ((after.get(bound) ?? 0) - (before.get(bound) ?? 0) >= 0.99 * all) return bound * 1000
+  }
+  return Infinity
 }
 
 /** The promise `get` returns once it returns one (the step another profiler started). */
