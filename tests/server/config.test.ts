@@ -201,6 +201,7 @@ describe('configuration from env', () => {
       maxConnections: 10_000,
       firstByteMs: 10_000,
       idleMs: 600_000,
+      maxStreams: 4000,
     })
     expect(dflt.maxRequestBytes).toBe(16 * 1024 * 1024)
     const c = readConfig({
@@ -208,6 +209,7 @@ describe('configuration from env', () => {
       DATAPLANE_MAX_CONNECTIONS: '50',
       DATAPLANE_FIRST_BYTE_TIMEOUT_MS: '2000',
       DATAPLANE_IDLE_TIMEOUT_SECONDS: '30',
+      DATAPLANE_MAX_STREAMS: '100',
       DATAPLANE_MAX_REQUEST_MB: '4',
     })
     expect(c.limits).toEqual({
@@ -215,6 +217,7 @@ describe('configuration from env', () => {
       maxConnections: 50,
       firstByteMs: 2000,
       idleMs: 30_000,
+      maxStreams: 100,
     })
     expect(c.maxRequestBytes).toBe(4 * 1024 * 1024)
     for (const bad of ['10.0.0.0/33', 'example.com', '10.0.0/8']) {

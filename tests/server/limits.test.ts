@@ -1,5 +1,6 @@
 // Limits at the rpc port: silent connections are closed, the connection cap and the allowed
 // networks are enforced at accept, idle connections go, and an oversized body is refused.
+import http2 from 'node:http2'
 import net from 'node:net'
 import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
 import { Code, ConnectError } from '@connectrpc/connect'
@@ -101,6 +102,43 @@ describe('connection limits', () => {
     await sleep(50)
     const res = await fetch(`${server.url}/_health`)
     expect(res.status).toBe(200)
+  })
+
+  it('bounds the streams of one HTTP/2 connection: the caller holds further calls back', async () => {
+    const server = await serve({ maxStreams: 4 })
+    const session = http2.connect(server.url)
+    session.on('error', () => {})
+    const settings = await new Promise<http2.Settings>((r) => session.once('remoteSettings', r))
+    expect(settings.maxConcurrentStreams).toBe(4)
+    const call = () =>
+      session.request({
+        ':method': 'POST',
+        ':path': '/bsky.Service/Ping',
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      })
+    const emptyMessage = Buffer.from([0, 0, 0, 0, 0])
+    const answered = (stream: http2.ClientHttp2Stream) =>
+      new Promise<string | undefined>((resolve) => {
+        let status: string | undefined
+        stream.on('trailers', (h) => (status = String(h['grpc-status'])))
+        stream.on('response', (h) => (status ??= h['grpc-status'] as string | undefined))
+        stream.resume()
+        stream.on('close', () => resolve(status))
+      })
+    // Four calls whose bodies have not come: the server holds four open streams.
+    const held = Array.from({ length: 4 }, call)
+    const fifth = call()
+    fifth.end(emptyMessage)
+    const early = await Promise.race([answered(fifth), sleep(300).then(() => 'not yet')])
+    expect(early).toBe('not yet')
+    // One held call finishes: the fifth goes out and is answered.
+    const first = answered(held[0]!)
+    held[0]!.end(emptyMessage)
+    expect(await first).toBe('0')
+    expect(await answered(fifth)).toBe('0')
+    for (const s of held.slice(1)) s.close()
+    session.close()
   })
 
   it('refuses clients outside the allowed networks', async () => {

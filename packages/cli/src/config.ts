@@ -403,6 +403,7 @@ function connectionLimits(env: Env): ConnectionLimits {
     maxConnections: int(env, 'DATAPLANE_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     firstByteMs: int(env, 'DATAPLANE_FIRST_BYTE_TIMEOUT_MS', 10_000, 100, 600_000),
     idleMs: int(env, 'DATAPLANE_IDLE_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000,
+    maxStreams: int(env, 'DATAPLANE_MAX_STREAMS', 4000, 1, 1_000_000),
   }
 }
 

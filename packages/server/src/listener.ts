@@ -54,12 +54,28 @@ export interface ConnectionLimits {
   firstByteMs: number
   /** A connection with no traffic for this long is closed. */
   idleMs: number
+  /**
+   * Open streams (calls) per HTTP/2 connection, advertised as SETTINGS_MAX_CONCURRENT_STREAMS:
+   * past it, the caller's HTTP/2 client holds new calls back itself. The AppView sends every call
+   * for a URL over one connection; with no bound, a server past its capacity holds every waiting
+   * call as an open stream until the session's memory passes its limit, and nghttp2 then answers
+   * ENHANCE_YOUR_CALM and closes the connection, failing every call on it (seen in
+   * bench:timeline's overload step).
+   */
+  maxStreams: number
 }
+
+/**
+ * Memory an HTTP/2 session may hold (MB; Node's default is 10), well above what `maxStreams`
+ * streams take, so the stream bound is the one that acts.
+ */
+const H2_SESSION_MEMORY_MB = 128
 
 export const DEFAULT_LIMITS: ConnectionLimits = {
   maxConnections: 10_000,
   firstByteMs: 10_000,
   idleMs: 10 * 60_000,
+  maxStreams: 4000,
 }
 
 /** A BlockList of the allowed networks (IPv4 and IPv6 CIDRs, or single addresses). */
@@ -97,12 +113,17 @@ export interface Listener {
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 
+
 export async function listen(
   serve: RequestHandler,
   opts: ListenOptions,
   serveStream?: StreamHandler,
 ): Promise<Listener> {
   const limits = { ...DEFAULT_LIMITS, ...opts.limits }
+  const h2Options = {
+    settings: { maxConcurrentStreams: limits.maxStreams },
+    maxSessionMemory: H2_SESSION_MEMORY_MB,
+  }
   // Requests in flight, so a close can wait for them.
   let inFlight = 0
   let drained: (() => void) | undefined
@@ -140,7 +161,7 @@ export async function listen(
   let sessions: Set<http2.Http2Session>
   if (opts.tls) {
     const h2 = http2.createSecureServer(
-      { ...opts.tls, allowHTTP1: true, handshakeTimeout: limits.firstByteMs },
+      { ...opts.tls, ...h2Options, allowHTTP1: true, handshakeTimeout: limits.firstByteMs },
       handler,
     )
     streams(h2)
@@ -152,7 +173,7 @@ export async function listen(
     const h1 = http.createServer(handler as http.RequestListener)
     // Node sets a kept-alive socket's timeout to this after each response.
     h1.keepAliveTimeout = Math.min(65_000, limits.idleMs)
-    const h2 = http2.createServer(handler)
+    const h2 = http2.createServer(h2Options, handler)
     streams(h2)
     h2.setTimeout(limits.idleMs)
     sessions = trackSessions(h2)
