@@ -39,7 +39,6 @@ export async function spawnReady(
   })
   let out = ''
   proc.stdout!.on('data', (d) => (out += d))
-  if (process.env.TMP_SERVER_LOG) proc.stdout!.pipe((await import('node:fs')).createWriteStream(process.env.TMP_SERVER_LOG + proc.pid))
   proc.stderr!.on('data', (d) => (out += d))
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)))
   const deadline = Date.now() + 60_000
