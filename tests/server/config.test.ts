@@ -242,7 +242,7 @@ describe('configuration from env', () => {
       readConfig({ ...pg, DATAPLANE_PROCESSES: '4', DATAPLANE_OPS_PORT: '2587' }),
     ).toThrow(/overlaps/)
     expect(() => readConfig({ ...pg, DATAPLANE_PROCESSES: '0' })).toThrow(/DATAPLANE_PROCESSES/)
-    expect(dflt.maxTimelineReads).toBe(256)
+    expect(dflt.maxTimelineReads).toBe(64)
     expect(readConfig({ DATAPLANE_MAX_TIMELINE_READS: '0' }).maxTimelineReads).toBe(0)
     expect(() => readConfig({ DATAPLANE_MAX_TIMELINE_READS: 'many' })).toThrow(
       /DATAPLANE_MAX_TIMELINE_READS/,

@@ -333,7 +333,7 @@ export function readConfig(env: Env = process.env): Config {
     // Up to 30,000: a list is bound as one parameter per item, and a statement takes 65,535.
     maxListItems: int(env, 'DATAPLANE_MAX_LIST_ITEMS', 25_000, 100, 30_000),
     shedDelayMs: int(env, 'DATAPLANE_SHED_DELAY_MS', 100, 0, 60_000),
-    maxTimelineReads: int(env, 'DATAPLANE_MAX_TIMELINE_READS', 256, 0, 1_000_000),
+    maxTimelineReads: int(env, 'DATAPLANE_MAX_TIMELINE_READS', 64, 0, 1_000_000),
     ops,
     tls: keyFile && certFile ? { keyFile, certFile } : undefined,
     postgres: pgUrl
