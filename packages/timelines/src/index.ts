@@ -36,7 +36,6 @@ export {
   feedRowFromItem,
   itemFromFeedRow,
   mergeHome,
-  newestFirst,
   type FeedRow,
   type MergedPage,
   type MergeInput,

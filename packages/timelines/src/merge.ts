@@ -28,13 +28,6 @@ export function cursorOf(item: TimelineItem): string {
   return `${new Date(item.sortAt).getTime()}__${item.cid}`
 }
 
-/** (sortAt desc, cid desc) on the strings, ties kept in input order: the stock's merge sort. */
-export function newestFirst(a: TimelineItem, b: TimelineItem): number {
-  if (a.sortAt !== b.sortAt) return a.sortAt > b.sortAt ? -1 : 1
-  if (a.cid !== b.cid) return a.cid > b.cid ? -1 : 1
-  return 0
-}
-
 /** Own posts always allowed into a page, even when followed accounts could fill it. */
 const OWN_POSTS_FLOOR = 10
 
