@@ -113,7 +113,6 @@ export interface Listener {
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n')
 
-
 export async function listen(
   serve: RequestHandler,
   opts: ListenOptions,
