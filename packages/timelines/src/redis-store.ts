@@ -608,14 +608,12 @@ function homeList(list: string, count: number): Read {
   const b = list.indexOf(FIELD_SEP, a + 1)
   if (a < 0 || b < 0) throw new Error('the HOME script answered a list without its fields')
   const joined = list.slice(b + 1)
-  const state = list.slice(0, a)
-  const ready = state === READY || state === TRUNCATED
-  const ghost = b > a + 1 ? list.slice(a + 1, b) : undefined
-  return { head: { ready, ghost }, slice: sliceOf(joined ? joined.split('\n') : [], count, ghost) }
+  return readOf(list.slice(0, a), list.slice(a + 1, b), joined ? joined.split('\n') : [], count)
 }
 
+/** A list's read from its sentinel, its lowest member ('' when none was read) and its range. */
 function readOf(state: string, lowest: string, range: readonly string[], count: number): Read {
-  const ghost = state === TRUNCATED || state === WARMING_T ? lowest : undefined
+  const ghost = (state === TRUNCATED || state === WARMING_T) && lowest ? lowest : undefined
   const ready = state === READY || state === TRUNCATED
   return { head: { ready, ghost }, slice: sliceOf(range, count, ghost) }
 }
