@@ -31,17 +31,8 @@ import { startRedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
 import { cpuByName, processCpu } from './proc.ts'
 import { summarise } from './profile-summary.ts'
-import {
-  benchSchema,
-  ensureLoaded,
-  keptRedis,
-  sequential,
-  spawnOurs,
-  spawnStock,
-  step,
-  type Read,
-  type StepResult,
-} from './timeline.ts'
+import { startGenerator, type LoadGenerator, type StepResult } from './load-generator.ts'
+import { benchSchema, ensureLoaded, keptRedis, spawnOurs, spawnStock } from './timeline.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-100k-with-posts.json'
@@ -88,17 +79,13 @@ async function spawnAppView(
   )
 }
 
-/** getTimeline through an AppView, as the viewer whose token is given; rejects on a non-200. */
-function appViewRead(appview: string, tokens: Map<string, string>): Read {
-  return async (viewer) => {
-    const res = await fetch(`${appview}/xrpc/app.bsky.feed.getTimeline?limit=50`, {
-      headers: { authorization: `Bearer ${tokens.get(viewer)}` },
-    })
-    const body = await res.arrayBuffer()
-    if (res.status !== 200) {
-      throw new Error(`getTimeline ${res.status}: ${Buffer.from(body).toString().slice(0, 200)}`)
-    }
-  }
+/** getTimeline pages through an AppView, each viewer with its own service token. */
+function appViewGenerator(
+  appview: string,
+  viewers: string[],
+  tokens: Map<string, string>,
+): LoadGenerator {
+  return startGenerator({ kind: 'appview', url: appview, tokens: [...tokens] }, viewers)
 }
 
 /** rpc count and summed seconds per method, from a dataplane's metrics. */
@@ -127,8 +114,7 @@ const COST_PAGES = 200
 
 /** CPU each part spends per page, over COST_PAGES sequential pages. */
 async function pageCost(
-  read: Read,
-  viewers: string[],
+  gen: LoadGenerator,
   dataplanePid: number,
   appviewPid: number,
 ): Promise<NonNullable<Side['cost']>> {
@@ -138,24 +124,22 @@ async function pageCost(
     appview: processCpu(appviewPid),
   })
   const a = at()
-  await sequential(read, viewers, COST_PAGES)
+  await gen.sequential(COST_PAGES)
   const b = at()
   const per = (k: keyof typeof a) => ((b[k] - a[k]) * 1000) / COST_PAGES
   return { dataplane: per('dataplane'), postgres: per('postgres'), appview: per('appview') }
 }
 
-async function measure(name: string, read: Read, viewers: string[]): Promise<Side> {
+async function measure(name: string, gen: LoadGenerator, viewers: number): Promise<Side> {
   // Warm: every viewer once (identity caches, Postgres pages, our timelines).
   const t0 = performance.now()
-  for (let i = 0; i < viewers.length; i += 8) await Promise.all(viewers.slice(i, i + 8).map(read))
-  log(
-    `${name}: warmed ${viewers.length} viewers in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-  )
-  const seq = await sequential(read, viewers, SEQUENTIAL)
+  await gen.all()
+  log(`${name}: warmed ${viewers} viewers in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+  const seq = await gen.sequential(SEQUENTIAL)
   log(`${name}: sequential p50 ${seq.toFixed(2)} ms`)
   const steps: StepResult[] = []
   for (const rate of RATES) {
-    const r = await step(read, viewers, rate, SECONDS)
+    const r = await gen.step(rate, SECONDS)
     steps.push(r)
     log(
       `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(1)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
@@ -207,11 +191,15 @@ async function main(): Promise<void> {
       // The stock dataplane's server speaks HTTP/1.1 only.
       const appview = await spawnAppView(stock.url, '1.1', plc.url)
       try {
-        const read = appViewRead(appview.url, tokens)
-        sides.stock = await measure('stock', read, viewers).catch((err: unknown) => {
-          throw new Error(`${String(err)}\nAppView output:\n${appview.output().slice(-6000)}`)
-        })
-        sides.stock.cost = await pageCost(read, viewers, stock.proc.pid!, appview.proc.pid!)
+        const gen = appViewGenerator(appview.url, viewers, tokens)
+        try {
+          sides.stock = await measure('stock', gen, viewers.length).catch((err: unknown) => {
+            throw new Error(`${String(err)}\nAppView output:\n${appview.output().slice(-6000)}`)
+          })
+          sides.stock.cost = await pageCost(gen, stock.proc.pid!, appview.proc.pid!)
+        } finally {
+          await gen.close()
+        }
       } finally {
         await appview.stop()
         await stock.stop()
@@ -225,9 +213,9 @@ async function main(): Promise<void> {
         DATAPLANE_ALLOW_PRIVATE_NETWORK: 'true',
       })
       const appview = await spawnAppView(ours.child.url, '2', plc.url)
+      const gen = appViewGenerator(appview.url, viewers, tokens)
       try {
-        const read = appViewRead(appview.url, tokens)
-        sides.openplane = await measure('openplane', read, viewers).catch((err: unknown) => {
+        sides.openplane = await measure('openplane', gen, viewers.length).catch((err: unknown) => {
           throw new Error(
             `${String(err)}\ndataplane output:\n${ours.child.output().slice(-3000)}\n` +
               `AppView output:\n${appview.output().slice(-6000)}`,
@@ -237,7 +225,7 @@ async function main(): Promise<void> {
         // sequential pages (profiled when BENCH_PROFILE names a directory).
         const before = await rpcTotals(ours.child.url)
         const pages = COST_PAGES
-        const costRun = () => pageCost(read, viewers, ours.child.proc.pid!, appview.proc.pid!)
+        const costRun = () => pageCost(gen, ours.child.proc.pid!, appview.proc.pid!)
         if (PROFILE_DIR) {
           const { result, profile } = await profileWhile(ours.inspectPort, costRun)
           sides.openplane.cost = result
@@ -271,6 +259,7 @@ async function main(): Promise<void> {
             ' they overlap and include waiting on one another in this process and in Postgres)',
         )
       } finally {
+        await gen.close()
         await appview.stop()
         await ours.child.stop()
         await redis.dispose()

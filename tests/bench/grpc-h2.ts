@@ -5,22 +5,11 @@
 // what the end-to-end figure and the `connect` driver use; this one measures the dataplane.
 import http2 from 'node:http2'
 import { Code, ConnectError } from '@connectrpc/connect'
-import { GetTimelineRequest } from '@openplane/proto'
 
 const GET_TIMELINE = '/bsky.Service/GetTimeline'
 
-/** A GetTimeline request for `reader` as one uncompressed gRPC message frame. */
-export function timelineRequestFrame(reader: string, limit = 50): Buffer {
-  const message = new GetTimelineRequest({ actorDid: reader, limit, cursor: '' }).toBinary()
-  const frame = Buffer.allocUnsafe(5 + message.length)
-  frame[0] = 0
-  frame.writeUInt32BE(message.length, 1)
-  frame.set(message, 5)
-  return frame
-}
-
 export interface RawGrpcClient {
-  /** One GetTimeline call with a pre-encoded frame; rejects with a ConnectError on a non-ok status. */
+  /** One GetTimeline call with a pre-encoded frame (timelineRequestFrame, load-generator.ts); rejects with a ConnectError on a non-ok status. */
   getTimeline(frame: Buffer): Promise<void>
   close(): void
 }

@@ -14,10 +14,13 @@
 //   timeline: at 100 rps p99 stock <ms> ms, openplane <ms> ms, ratio <x>x; openplane max rps at p99<=10ms <n>
 // (openplane: the better of its two setups). Not part of CI.
 //
-// The generator runs with a small young generation (package.json: --max-semi-space-size=4):
-// node:http2's client keeps each call's objects past one minor GC (about 4 KB a call; a bare
-// client does it too), so every minor GC copies them, and with the default size each pause
-// (3-6 ms, longer with more) lands on the latencies it is measuring. Small ones pause < 1 ms.
+// The load comes from a worker thread with a heap of its own (load-worker.ts), not from this
+// process's heap, which holds the AppView's client and its module graph: there, the generator's
+// major GCs (5–35 ms) landed on the latencies it measured. The worker runs with a small young
+// generation: node:http2's client keeps each call's objects past one minor GC (about 4 KB a
+// call; a bare client does it too), so every minor GC copies them, and with the default size
+// each pause (3-6 ms, longer with more) lands on the latencies too. Small ones pause < 1 ms.
+// Each step prints the generator's longest stall and its GC pauses.
 //
 //   BENCH_USERBASE  userbase parameter file (default packages/sim/examples/userbase-100k-with-posts.json)
 //   BENCH_SCHEMA    schema to load into / reuse (default bench_tl_<num_users in letters: the stock
@@ -43,9 +46,7 @@
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
-import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
-import { Code, ConnectError } from '@connectrpc/connect'
+import { performance } from 'node:perf_hooks'
 import {
   didFor,
   formatLoadReport,
@@ -59,7 +60,12 @@ import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
 import { processCpu, processCpuSplit, rss } from './proc.ts'
-import { rawGrpcClient, timelineRequestFrame, type RawGrpcClient } from './grpc-h2.ts'
+import {
+  startGenerator,
+  timelineRequestFrame,
+  type LoadGenerator,
+  type StepResult,
+} from './load-generator.ts'
 import { summarise, summariseAllocations } from './profile-summary.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
@@ -67,7 +73,6 @@ const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-1
 const RATES = (process.env.BENCH_RATES ?? '25,50,100,200,400,800,1600,3200').split(',').map(Number)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const P99_GOAL_MS = 10
-const MAX_IN_FLIGHT = 4000
 const SERVERS = (process.env.BENCH_SERVERS ?? '1,2').split(',').map(Number)
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2000)
 const PROFILE_DIR = process.env.BENCH_PROFILE
@@ -86,32 +91,6 @@ const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=64')
 const overloadSteps: Record<string, StepResult & { paths: Record<string, number> }> = {}
 
 const log = (...a: unknown[]) => console.log('[bench:timeline]', ...a)
-
-type Client = ReturnType<typeof createDataPlaneClient>
-/** One GetTimeline call (first page, limit 50) for a reader, through whichever client a side uses. */
-export type Read = (reader: string) => Promise<unknown>
-
-export interface StepResult {
-  offered: number
-  achieved: number
-  p50: number
-  p95: number
-  p99: number
-  errors: number
-  /** Of the errors, refused as overloaded (resource_exhausted). */
-  shed: number
-  dropped: number
-  /** This process's CPU over the step, as a share of one core. */
-  generatorCpu: number
-  /** Upper bound (a latency bucket, ms) of the servers' own p99, without the generator's share. */
-  serverP99Within?: number
-  /** The generator's own longest stall (event-loop delay, ms): it adds to the latencies. */
-  generatorStallMs: number
-  /** The servers' CPU per answered read, ms (ours only). */
-  cpuPerRead?: number
-  /** Of it, the kernel's share (system time: system calls, loopback TCP), ms. */
-  sysPerRead?: number
-}
 
 export async function ensureLoaded(schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: PG_URL })
@@ -141,129 +120,15 @@ export async function ensureLoaded(schema: string): Promise<void> {
   console.log(formatLoadReport(report))
 }
 
-/** Every reader's first page, a few requests at a time. */
-async function readAll(read: Read, readers: string[]): Promise<void> {
-  for (let i = 0; i < readers.length; i += 8) {
-    await Promise.all(readers.slice(i, i + 8).map(read))
-  }
-}
-
-/** Reads through the AppView's own client (Connect). */
-const connectRead =
-  (client: Client): Read =>
-  (reader) =>
-    client.getTimeline({ actorDid: reader, limit: 50, cursor: '' })
-
-/** Reads through the lean client, with every reader's request encoded up front. */
-function rawRead(client: RawGrpcClient, readers: string[]): Read {
-  const frames = new Map(readers.map((r) => [r, timelineRequestFrame(r)]))
-  return (reader) => client.getTimeline(frames.get(reader)!)
-}
-
 /** The default schema name: digits spelled as letters a–j. */
 export function benchSchema(users: number): string {
   return `bench_tl_${String(users).replace(/\d/g, (d) => 'abcdefghij'[Number(d)]!)}`
 }
 
-function quantile(sorted: Float64Array, q: number): number {
-  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]! : NaN
-}
-
-/** Offers `rate` req/s for `seconds`, each for a reader drawn in a fixed sequence (open loop). */
-export async function step(
-  read: Read,
-  readers: string[],
-  rate: number,
-  seconds: number,
-): Promise<StepResult> {
-  const total = Math.round(rate * seconds)
-  // Nothing per request outlives its answer (no list of promises, no growing array): whatever the
-  // generator keeps survives its minor GCs, and its pauses would count as the server's latency.
-  const latencies = new Float64Array(total)
-  let answered = 0
-  let errors = 0
-  const errorKinds = new Map<string, number>()
-  let shed = 0
-  let dropped = 0
-  let inFlight = 0
-  let sent = 0
-  const cpu0 = process.cpuUsage()
-  const stalls = monitorEventLoopDelay({ resolution: 1 })
-  stalls.enable()
-  const t0 = performance.now()
-  let allAnswered = () => {}
-  const answeredAll = new Promise<void>((resolve) => (allAnswered = resolve))
-  const settle = () => {
-    if (--inFlight === 0 && sent >= total) allAnswered()
-  }
-  const failed = (e: unknown) => {
-    errors++
-    const err = ConnectError.from(e)
-    if (err.code === Code.ResourceExhausted) shed++
-    const kind = `${Code[err.code]}: ${err.rawMessage.slice(0, 80)}`
-    errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1)
-    settle()
-  }
-  await new Promise<void>((resolve) => {
-    const tick = () => {
-      const due = Math.min(total, Math.floor(((performance.now() - t0) / 1000) * rate))
-      while (sent < due) {
-        const reader = readers[sent % readers.length]!
-        sent++
-        if (inFlight >= MAX_IN_FLIGHT) {
-          dropped++
-          continue
-        }
-        inFlight++
-        const start = performance.now()
-        read(reader).then(() => {
-          latencies[answered++] = performance.now() - start
-          settle()
-        }, failed)
-      }
-      if (sent >= total) return resolve()
-      // Sleep until the next request is due (no spinning: the generator shares the cores).
-      const next = t0 + ((sent + 1) / rate) * 1000
-      setTimeout(tick, Math.max(0, next - performance.now()))
-    }
-    tick()
-  })
-  if (inFlight > 0) await answeredAll
-  if (errorKinds.size) log('errors by kind:', Object.fromEntries(errorKinds))
-  const elapsed = (performance.now() - t0) / 1000
-  const cpu = process.cpuUsage(cpu0)
-  stalls.disable()
-  const sorted = latencies.subarray(0, answered).sort()
-  return {
-    offered: rate,
-    achieved: answered / elapsed,
-    p50: quantile(sorted, 0.5),
-    p95: quantile(sorted, 0.95),
-    p99: quantile(sorted, 0.99),
-    errors,
-    shed,
-    dropped,
-    generatorCpu: (cpu.user + cpu.system) / 1e6 / elapsed,
-    generatorStallMs: stalls.max / 1e6,
-  }
-}
-
-/** One request at a time: the latency of a read on an idle server. */
-export async function sequential(read: Read, readers: string[], n: number): Promise<number> {
-  const latencies = new Float64Array(n)
-  for (let i = 0; i < n; i++) {
-    const start = performance.now()
-    await read(readers[i % readers.length]!)
-    latencies[i] = performance.now() - start
-  }
-  return quantile(latencies.sort(), 0.5)
-}
-
 /** Steps up the offered load until p99 exceeds the goal or throughput falls behind. */
 async function sweep(
   name: string,
-  read: Read,
-  readers: string[],
+  gen: LoadGenerator,
   servers: Ours[] = [],
 ): Promise<StepResult[]> {
   const results: StepResult[] = []
@@ -275,8 +140,8 @@ async function sweep(
     const b0 = servers.length ? await timelineBuckets(servers) : undefined
     const r =
       PROFILE_DIR && rate === PROFILE_AT && servers.length
-        ? await profiled(name, servers, () => step(read, readers, rate, SECONDS))
-        : await step(read, readers, rate, SECONDS)
+        ? await profiled(name, servers, () => gen.step(rate, SECONDS))
+        : await gen.step(rate, SECONDS)
     if (servers.length) {
       r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
       r.sysPerRead = ((sys() - s0) * 1000) / (r.achieved * SECONDS)
@@ -286,7 +151,7 @@ async function sweep(
     log(
       `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
         `p95 ${r.p95.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors} (shed ${r.shed}), dropped ${r.dropped}, ` +
-        `generator cpu ${(r.generatorCpu * 100).toFixed(0)}%, longest stall ${r.generatorStallMs.toFixed(1)} ms` +
+        `generator cpu ${(r.generatorCpu * 100).toFixed(0)}%, longest stall ${r.generatorStallMs.toFixed(1)} ms (gc: ${r.generatorGc})` +
         (r.cpuPerRead === undefined
           ? ''
           : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read (${r.sysPerRead!.toFixed(3)} in the kernel)` +
@@ -306,7 +171,7 @@ async function sweep(
     if (held) {
       const rate = 2 * held
       const before = await storePaths(servers)
-      const r = await step(read, readers, rate, SECONDS)
+      const r = await gen.step(rate, SECONDS)
       const paths = diffPaths(before, await storePaths(servers))
       overloadSteps[name] = { ...r, paths }
       log(
@@ -523,17 +388,16 @@ async function main(): Promise<void> {
   const seqVia: Record<string, number> = {}
   if (only !== 'ours') {
     const stock = await spawnStock(schema)
+    // The stock dataplane's server speaks HTTP/1.1 only.
+    const gen = startGenerator({ kind: 'grpc', urls: [stock.url], httpVersion: '1.1' }, readers)
     try {
-      // The stock dataplane's server speaks HTTP/1.1 only.
-      const read = connectRead(
-        createDataPlaneClient(new BasicHostList([stock.url]), { httpVersion: '1.1' }),
-      )
       // One pass first: both sides start with a warm Postgres cache.
-      await readAll(read, readers)
-      seq.stock = await sequential(read, readers, SEQUENTIAL)
+      await gen.all()
+      seq.stock = await gen.sequential(SEQUENTIAL)
       log(`stock: sequential p50 ${seq.stock.toFixed(3)} ms`)
-      results.stock = await sweep('stock', read, readers)
+      results.stock = await sweep('stock', gen)
     } finally {
+      await gen.close()
       await stock.stop()
     }
   }
@@ -552,27 +416,31 @@ async function main(): Promise<void> {
         }
         const name = `ours×${n}`
         const urls = servers.map((s) => s.child.url)
-        const connect = connectRead(
-          createDataPlaneClient(new BasicHostList(urls), { httpVersion: '2' }),
-        )
-        const raw = rawGrpcClient(urls, RAW_SESSIONS)
-        const read = DRIVER === 'raw' ? rawRead(raw, readers) : connect
-        // Active readers: their timelines materialise on first read.
-        const t0 = performance.now()
-        for (let pass = 0; pass < 2; pass++) await readAll(read, readers)
-        log(
-          `${name}: warmed ${readers.length} timelines in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
-        )
-        // Sequential through both clients: the lean one shows the server's latency, the
-        // AppView's own what a caller like it sees.
-        seq[name] = await sequential(rawRead(raw, readers), readers, SEQUENTIAL)
-        const seqConnect = await sequential(connect, readers, SEQUENTIAL)
-        seqVia[name] = seqConnect
-        log(
-          `${name}: sequential p50 ${seq[name].toFixed(3)} ms (lean client), ${seqConnect.toFixed(3)} ms (the AppView's client)`,
-        )
-        results[name] = await sweep(name, read, readers, servers)
-        raw.close()
+        const frames = readers.map((r) => timelineRequestFrame(r))
+        const raw = startGenerator({ kind: 'h2', urls, sessions: RAW_SESSIONS, frames }, readers)
+        const connect = startGenerator({ kind: 'grpc', urls, httpVersion: '2' }, readers)
+        const gen = DRIVER === 'raw' ? raw : connect
+        try {
+          // Active readers: their timelines materialise on first read.
+          const t0 = performance.now()
+          for (let pass = 0; pass < 2; pass++) await gen.all()
+          log(
+            `${name}: warmed ${readers.length} timelines in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+          )
+          await (gen === raw ? connect : raw).all()
+          // Sequential through both clients: the lean one shows the server's latency, the
+          // AppView's own what a caller like it sees.
+          seq[name] = await raw.sequential(SEQUENTIAL)
+          const seqConnect = await connect.sequential(SEQUENTIAL)
+          seqVia[name] = seqConnect
+          log(
+            `${name}: sequential p50 ${seq[name].toFixed(3)} ms (lean client), ${seqConnect.toFixed(3)} ms (the AppView's client)`,
+          )
+          results[name] = await sweep(name, gen, servers)
+        } finally {
+          await raw.close()
+          await connect.close()
+        }
         for (const { child: c } of servers) {
           const metrics = await (await fetch(`${c.url}/metrics`)).text()
           log(
