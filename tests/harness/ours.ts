@@ -28,16 +28,24 @@ export async function startOurServer(opts: {
     testHandles: { suffixes: ['.test'], pdsUrl: opts.pdsUrl },
   })
   const graph = opts.graph ? (await Graph.loadFromPostgres(db)).graph : undefined
+  // The rpcs read through a pool of their own with prepared reads, as `openplane start` runs them.
+  const reads = createPgDb({
+    url: PG_URL,
+    schema: opts.schema,
+    poolSize: 5,
+    preparedStatements: 200,
+  })
   const server = await startServer({
     host: '127.0.0.1',
     port: 0,
-    ctx: { db: db.db, identity, graph },
+    ctx: { db: reads.db, identity, graph },
   })
   return {
     server,
     db,
     async close() {
       await server.close()
+      await reads.close()
       await db.close()
     },
   }

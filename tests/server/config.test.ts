@@ -94,6 +94,7 @@ describe('configuration from env', () => {
       poolSize: 10,
       statementTimeoutMs: 30_000,
       connectTimeoutMs: 5000,
+      preparedStatements: 200,
     })
     expect(c.firehoseUrls).toEqual(['wss://relay1.example', 'wss://relay2.example'])
     expect(c.verifyCommits).toBe(true)
@@ -252,11 +253,19 @@ describe('configuration from env', () => {
       DB_POSTGRES_URL: 'postgresql://db/bsky',
       DB_POSTGRES_STATEMENT_TIMEOUT_MS: '0',
       DB_POSTGRES_CONNECT_TIMEOUT_MS: '1500',
+      DB_POSTGRES_PREPARED_STATEMENTS: '0',
       DATAPLANE_MAX_LIST_ITEMS: '5000',
       DATAPLANE_HOST: '0.0.0.0',
       DATAPLANE_OPS_PORT: '9090',
     })
-    expect(c.postgres).toMatchObject({ statementTimeoutMs: 0, connectTimeoutMs: 1500 })
+    expect(c.postgres).toMatchObject({
+      statementTimeoutMs: 0,
+      connectTimeoutMs: 1500,
+      preparedStatements: 0,
+    })
+    expect(() =>
+      readConfig({ DB_POSTGRES_URL: 'postgresql://db/x', DB_POSTGRES_PREPARED_STATEMENTS: 'yes' }),
+    ).toThrow(/DB_POSTGRES_PREPARED_STATEMENTS/)
     expect(c.maxListItems).toBe(5000)
     expect(c.ops).toEqual({ host: '0.0.0.0', port: 9090 })
     expect(readConfig({ DATAPLANE_OPS_PORT: '9090', DATAPLANE_OPS_HOST: '10.1.2.3' }).ops).toEqual({

@@ -68,6 +68,8 @@ export interface PostgresConfig {
   statementTimeoutMs: number
   /** How long a read waits for a connection before answering unavailable. */
   connectTimeoutMs: number
+  /** Distinct repeated reads each read connection prepares (0: none). */
+  preparedStatements: number
 }
 
 export interface BsyncConfig {
@@ -342,6 +344,8 @@ export function readConfig(env: Env = process.env): Config {
           poolSize: int(env, 'DB_POSTGRES_POOL_SIZE', 10, 1, 1000),
           statementTimeoutMs: int(env, 'DB_POSTGRES_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
           connectTimeoutMs: int(env, 'DB_POSTGRES_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
+          // 0 behind a pooler in transaction mode, which cannot keep a session's statements.
+          preparedStatements: int(env, 'DB_POSTGRES_PREPARED_STATEMENTS', 200, 0, 10_000),
         }
       : undefined,
     schema,

@@ -47,8 +47,9 @@ async function reachable(db: Db, url: string): Promise<void> {
  * The pool rpc reads use: apart from the writer's, so a burst of reads cannot take the
  * connections the writer needs (nor the reverse), with a statement timeout and a bound on the
  * wait for a connection, so an overloaded or unreachable Postgres answers `unavailable` or
- * `deadline_exceeded` instead of leaving callers waiting. The embedded Postgres has one
- * connection: reads share it.
+ * `deadline_exceeded` instead of leaving callers waiting, and with its repeated reads prepared
+ * (parsed and planned once per connection). The embedded Postgres has one connection: reads
+ * share it.
  */
 export function openReadDatabase(config: Config, db: Db): Db {
   if (!config.postgres) return db
@@ -59,6 +60,7 @@ export function openReadDatabase(config: Config, db: Db): Db {
     onPoolError: poolErrorLog('reads'),
     statementTimeoutMs: config.postgres.statementTimeoutMs || undefined,
     connectTimeoutMs: config.postgres.connectTimeoutMs,
+    preparedStatements: config.postgres.preparedStatements,
   })
 }
 

@@ -2,6 +2,7 @@
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import { assertSchemaName, parseInt8, searchPathSql, type Db } from './db.ts'
+import { PreparedStatements, preparingPool } from './prepared.ts'
 import type { DatabaseSchema } from './schema.ts'
 
 export interface PgDbOptions {
@@ -20,6 +21,12 @@ export interface PgDbOptions {
    * before failing. Unset: forever, which under an outage leaves callers hanging.
    */
   connectTimeoutMs?: number
+  /**
+   * At most this many distinct repeated reads run as named prepared statements on each
+   * connection (prepared.ts). 0 or unset: none, every statement unnamed (what a pooler in
+   * transaction mode needs, and what writes and migrations use).
+   */
+  preparedStatements?: number
 }
 
 // Scoped to our pool, unlike the stock's global pg.types.setTypeParser.
@@ -47,7 +54,9 @@ export function createPgDb(opts: PgDbOptions): Db {
   pool.on('connect', (client) => client.on('error', () => {}))
   const db = new Kysely<DatabaseSchema>({
     dialect: new PostgresDialect({
-      pool,
+      pool: opts.preparedStatements
+        ? preparingPool(pool, new PreparedStatements(opts.preparedStatements))
+        : pool,
       // Awaited before the connection's first query, so nothing runs on a default search_path.
       onCreateConnection: async (conn) => {
         await conn.executeQuery(CompiledQuery.raw(searchPathSql(schema)))

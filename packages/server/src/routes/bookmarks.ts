@@ -5,6 +5,7 @@ import type { RouteContext, Routes } from './context.ts'
 import { decodeKeyCursor, keyDesc } from './util/keyset.ts'
 import { pageSize } from './util/stock-cursors.ts'
 import { page } from './util/pagination.ts'
+import { anyOf } from './util/any-of.ts'
 
 const BOOKMARK_NAMESPACE = 'app.bsky.bookmark.defs#bookmark'
 
@@ -28,7 +29,7 @@ export default (ctx: RouteContext): Routes => ({
     const rows = await ctx.db
       .selectFrom('bookmark')
       .where('creator', '=', actorDid)
-      .where('subjectUri', 'in', [...new Set(uris)])
+      .where('subjectUri', '=', anyOf([...new Set(uris)]))
       .select(['key', 'subjectUri', 'subjectCid', 'indexedAt'])
       .execute()
     const byUri = new Map(rows.map((row) => [row.subjectUri, row]))

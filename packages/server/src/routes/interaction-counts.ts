@@ -4,6 +4,7 @@ import type { Timestamp } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { sql } from 'kysely'
 import type { RouteContext, Routes } from './context.ts'
+import { anyOf } from './util/any-of.ts'
 
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000
 const INT32_MAX = 2 ** 31 - 1
@@ -14,7 +15,7 @@ export default (ctx: RouteContext): Routes => ({
     if (uris.length === 0) return { likes: [], replies: [], reposts: [], quotes: [] }
     const rows = await ctx.db
       .selectFrom('post_agg')
-      .where('uri', 'in', [...new Set(uris)])
+      .where('uri', '=', anyOf([...new Set(uris)]))
       .selectAll()
       .execute()
     const byUri = new Map(rows.map((row) => [row.uri, row]))
@@ -40,7 +41,7 @@ export default (ctx: RouteContext): Routes => ({
       sql<number>`(select count(*) from ${sql.table(table)} t where t.creator = profile_agg.did)`
     const rows = await ctx.db
       .selectFrom('profile_agg')
-      .where('did', 'in', [...new Set(req.dids)])
+      .where('did', '=', anyOf([...new Set(req.dids)]))
       .select([
         'did',
         'followersCount',
@@ -76,7 +77,7 @@ export default (ctx: RouteContext): Routes => ({
     const weekAgo = new Date(Date.now() - WEEK_MS).toISOString()
     const rows = await ctx.db
       .selectFrom('profile')
-      .where('joinedViaStarterPackUri', 'in', [...new Set(uris)])
+      .where('joinedViaStarterPackUri', '=', anyOf([...new Set(uris)]))
       .select([
         'joinedViaStarterPackUri as uri',
         sql<number>`count(*)`.as('allTime'),
@@ -96,7 +97,7 @@ export default (ctx: RouteContext): Routes => ({
     if (uris.length === 0) return { listItems: [] }
     const rows = await ctx.db
       .selectFrom('list_item')
-      .where('listUri', 'in', [...new Set(uris)])
+      .where('listUri', '=', anyOf([...new Set(uris)]))
       .select(['listUri', sql<number>`count(*)`.as('count')])
       .groupBy('listUri')
       .execute()

@@ -6,6 +6,7 @@ import { sql } from 'kysely'
 import type { Label } from '@openplane/db'
 import type { RouteContext, Routes } from './context.ts'
 import { getRecords } from './util/records.ts'
+import { anyOf } from './util/any-of.ts'
 
 export default (ctx: RouteContext): Routes => ({
   async getLabels(req) {
@@ -13,8 +14,8 @@ export default (ctx: RouteContext): Routes => ({
     if (subjects.length === 0 || issuers.length === 0) return { labels: [] }
     const rows = await ctx.db
       .selectFrom('label')
-      .where('uri', 'in', [...new Set(subjects)])
-      .where('src', 'in', [...new Set(issuers)])
+      .where('uri', '=', anyOf([...new Set(subjects)]))
+      .where('src', '=', anyOf([...new Set(issuers)]))
       .where((eb) => eb.or([eb('exp', 'is', null), sql<boolean>`exp::timestamp > now()`]))
       .select(['src', 'uri', 'cid', 'val', 'neg', 'cts', 'exp'])
       .execute()

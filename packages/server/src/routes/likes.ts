@@ -5,6 +5,7 @@ import type { RouteContext, Routes } from './context.ts'
 import { timeKeyDesc } from './util/keyset.ts'
 import { pageSize } from './util/stock-cursors.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
+import { anyOf } from './util/any-of.ts'
 
 // How far back into a subject's likes the known-likers search looks: a bounded scan per subject
 // instead of intersecting every like with every follow.
@@ -58,7 +59,7 @@ export default (ctx: RouteContext): Routes => {
       const rows = await ctx.db
         .selectFrom('like')
         .where('creator', '=', req.actorDid)
-        .where('subject', 'in', subjects)
+        .where('subject', '=', anyOf(subjects))
         .select(['uri', 'subject'])
         .execute()
       const bySubject = new Map(rows.map((row) => [row.subject, row.uri]))

@@ -6,6 +6,7 @@ import type { DatabaseSchema } from '@openplane/db'
 import type { ActorInfo, AgeAssuranceStatus, VerificationMeta } from '@openplane/proto'
 import type { RouteContext, Routes } from './context.ts'
 import { getRecords, type RecordEntry } from './util/records.ts'
+import { anyOf } from './util/any-of.ts'
 
 type Db = Kysely<DatabaseSchema>
 type ActorRow = Awaited<ReturnType<typeof actorRows>>[number]
@@ -19,33 +20,40 @@ interface SelfRecords {
   germ: RecordEntry
 }
 
+/** The collections of SelfRecords, in its order. */
+const SELF_COLLECTIONS = [
+  'app.bsky.actor.profile',
+  'app.bsky.actor.status',
+  'chat.bsky.actor.declaration',
+  'app.bsky.notification.declaration',
+  'com.germnetwork.declaration',
+] as const
+
 export default (ctx: RouteContext): Routes => ({
   async getActors(req) {
     const { dids } = req
     if (dids.length === 0) return { actors: [] }
-    const self = (collection: string) =>
-      getRecords(
-        ctx.db,
-        dids.map((did) => `at://${did}/${collection}/self`),
-      )
-    const [rows, verifiedBy, profiles, statuses, chats, notifs, germs] = await Promise.all([
+    // The actors' five "self" records in one lookup (a query each cost Postgres more in planning
+    // and round trips than in finding the rows): uris grouped by collection, dids in order.
+    const uris = SELF_COLLECTIONS.flatMap((collection) =>
+      dids.map((did) => `at://${did}/${collection}/self`),
+    )
+    const [rows, verifiedBy, records] = await Promise.all([
       actorRows(ctx.db, dids),
       trustedVerifications(ctx.db, dids),
-      self('app.bsky.actor.profile'),
-      self('app.bsky.actor.status'),
-      self('chat.bsky.actor.declaration'),
-      self('app.bsky.notification.declaration'),
-      self('com.germnetwork.declaration'),
+      getRecords(ctx.db, uris),
     ])
+    const selfRecord = (collection: (typeof SELF_COLLECTIONS)[number], i: number) =>
+      records[SELF_COLLECTIONS.indexOf(collection) * dids.length + i]!
     const byDid = new Map(rows.map((row) => [row.did, row]))
     const ageFor = new Set(req.returnAgeAssuranceForDids)
     const actors = dids.map((did, i) =>
       actorInfo(did, byDid.get(did), verifiedBy.get(did) ?? {}, ageFor.has(did), {
-        profile: profiles[i]!,
-        status: statuses[i]!,
-        chat: chats[i]!,
-        notif: notifs[i]!,
-        germ: germs[i]!,
+        profile: selfRecord('app.bsky.actor.profile', i),
+        status: selfRecord('app.bsky.actor.status', i),
+        chat: selfRecord('chat.bsky.actor.declaration', i),
+        notif: selfRecord('app.bsky.notification.declaration', i),
+        germ: selfRecord('com.germnetwork.declaration', i),
       }),
     )
     return { actors }
@@ -56,7 +64,7 @@ export default (ctx: RouteContext): Routes => ({
     if (req.handles.length === 0) return { dids: [] }
     const rows = await ctx.db
       .selectFrom('actor')
-      .where('handle', 'in', [...new Set(req.handles)])
+      .where('handle', '=', anyOf([...new Set(req.handles)]))
       .select(['did', 'handle'])
       .execute()
     const byHandle = new Map(rows.map((row) => [row.handle, row.did]))
@@ -68,7 +76,7 @@ function actorRows(db: Db, dids: string[]) {
   return db
     .selectFrom('actor')
     .leftJoin('actor_state', 'actor_state.did', 'actor.did')
-    .where('actor.did', 'in', [...new Set(dids)])
+    .where('actor.did', '=', anyOf([...new Set(dids)]))
     .select([
       'actor.did',
       'actor.handle',
@@ -91,7 +99,7 @@ async function trustedVerifications(db: Db, dids: string[]): Promise<Map<string,
   const rows = await db
     .selectFrom('verification')
     .innerJoin('actor', 'actor.did', 'verification.creator')
-    .where('verification.subject', 'in', [...new Set(dids)])
+    .where('verification.subject', '=', anyOf([...new Set(dids)]))
     .where('actor.trustedVerifier', '=', true)
     .select([
       'verification.subject',

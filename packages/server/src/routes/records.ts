@@ -7,6 +7,7 @@ import type { OpThread, PostRecordMeta } from '@openplane/proto'
 import type { RouteContext, Routes } from './context.ts'
 import { canonicalOpThread, type OpReplyRow } from './util/op-thread.ts'
 import { getRecords, recordsOf } from './util/records.ts'
+import { anyOf } from './util/any-of.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -45,7 +46,7 @@ async function postMeta(db: Db, uris: string[]): Promise<PlainMessage<PostRecord
   const rows = unique.length
     ? await db
         .selectFrom('post')
-        .where('uri', 'in', unique)
+        .where('uri', '=', anyOf(unique))
         .select([
           'uri',
           'violatesThreadGate',
@@ -76,7 +77,7 @@ async function opThreadsFor(db: Db, uris: string[]): Promise<PlainMessage<OpThre
   if (!unique.length) return []
   const roots = db
     .selectFrom('post')
-    .where('uri', 'in', unique)
+    .where('uri', '=', anyOf(unique))
     .select((eb) => eb.fn.coalesce('replyRoot', 'uri').as('rootUri'))
     .distinct()
   const rows = await db

@@ -4,6 +4,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { RouteContext, Routes } from './context.ts'
 import { graphFor } from './util/graph.ts'
+import { anyOf } from './util/any-of.ts'
 
 type Db = Kysely<DatabaseSchema>
 
@@ -81,7 +82,7 @@ function relationshipRows(ctx: RouteContext, viewer: string, targets: string[]) 
   }
   return ctx.db
     .selectFrom('actor')
-    .where('actor.did', 'in', targets)
+    .where('actor.did', '=', anyOf(targets))
     .select([
       'actor.did',
       sql<boolean | null>`(select m."onlyReposts" from mute m

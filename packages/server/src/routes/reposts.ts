@@ -4,6 +4,7 @@ import type { RouteContext, Routes } from './context.ts'
 import { timeKeyDesc } from './util/keyset.ts'
 import { pageSize } from './util/stock-cursors.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
+import { anyOf } from './util/any-of.ts'
 
 export default (ctx: RouteContext): Routes => ({
   async getRepostsBySubject(req) {
@@ -30,7 +31,7 @@ export default (ctx: RouteContext): Routes => ({
     const rows = await ctx.db
       .selectFrom('repost')
       .where('creator', '=', req.actorDid)
-      .where('subject', 'in', subjects)
+      .where('subject', '=', anyOf(subjects))
       .select(['uri', 'subject'])
       .execute()
     const bySubject = new Map(rows.map((row) => [row.subject, row.uri]))

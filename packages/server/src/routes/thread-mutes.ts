@@ -14,6 +14,7 @@
 import { Code, ConnectError } from '@connectrpc/connect'
 import type { RouteContext, Routes } from './context.ts'
 import { isDid, parseAtUri } from './util/at-uri.ts'
+import { anyOf } from './util/any-of.ts'
 
 const POST_COLLECTION = 'app.bsky.feed.post'
 
@@ -24,7 +25,7 @@ export default (ctx: RouteContext): Routes => ({
     const rows = await ctx.db
       .selectFrom('thread_mute')
       .where('mutedByDid', '=', req.actorDid)
-      .where('rootUri', 'in', req.threadRoots)
+      .where('rootUri', '=', anyOf(req.threadRoots))
       .select('rootUri')
       .execute()
     const muted = new Set(rows.map((r) => r.rootUri))

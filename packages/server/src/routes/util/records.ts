@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely'
 import type { DatabaseSchema, RepoRecord } from '@openplane/db'
 import type { Record as RecordMsg } from '@openplane/proto'
 import { collectionOf } from './at-uri.ts'
+import { anyOf } from './any-of.ts'
 
 export type RecordEntry = PlainMessage<RecordMsg>
 
@@ -40,7 +41,7 @@ async function fetchRows(db: Kysely<DatabaseSchema>, uris: string[]): Promise<Re
   if (!unique.length) return []
   return db
     .selectFrom('record')
-    .where('uri', 'in', unique)
+    .where('uri', '=', anyOf(unique))
     .select(['uri', 'cid', 'json', 'indexedAt', 'takedownRef', 'tags'])
     .execute()
 }
