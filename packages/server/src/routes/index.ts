@@ -45,6 +45,7 @@ import threadMutes from './thread-mutes.ts'
 import threads from './threads.ts'
 import verifications from './verifications.ts'
 import { timelineFrame } from './util/timeline-wire.ts'
+import { encodeMessage } from './util/message-wire.ts'
 
 export type {
   DirectRoute,
@@ -158,8 +159,7 @@ function messageFrame(
   type: MessageType<AnyMessage>,
   answer: PartialMessage<AnyMessage> | AnyMessage,
 ): Uint8Array {
-  const message = answer instanceof type ? answer : new type(answer)
-  const bytes = message.toBinary()
+  const bytes = encodeMessage(type, answer)
   const frame = Buffer.allocUnsafe(5 + bytes.length)
   frame[0] = 0
   frame.writeUInt32BE(bytes.length, 1)
