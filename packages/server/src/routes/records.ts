@@ -1,12 +1,13 @@
 // The Get*Records rpcs: raw records by uri, positional, each rpc limited to its own collection.
 // GetPostRecords adds per-post gate flags and, on request, the threads' canonical OP reply chains.
 import type { PlainMessage } from '@bufbuild/protobuf'
-import type { Kysely } from 'kysely'
+import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { OpThread, PostRecordMeta } from '@openplane/proto'
 import type { RouteContext, Routes } from './context.ts'
+import { collectionOf } from './util/at-uri.ts'
 import { canonicalOpThread, type OpReplyRow } from './util/op-thread.ts'
-import { getRecords, recordsOf } from './util/records.ts'
+import { recordEntries, recordsOf, type RecordEntry, type RecordRow } from './util/records.ts'
 import { anyOf } from './util/any-of.ts'
 
 type Db = Kysely<DatabaseSchema>
@@ -31,33 +32,51 @@ export default (ctx: RouteContext): Routes => ({
   getStarterPackRecords: recordsOf(ctx.db, 'app.bsky.graph.starterpack'),
 
   async getPostRecords(req) {
-    const [records, meta, opThreads] = await Promise.all([
-      getRecords(ctx.db, req.uris, 'app.bsky.feed.post'),
-      postMeta(ctx.db, req.uris),
+    const [{ records, meta }, opThreads] = await Promise.all([
+      postsWithMeta(ctx.db, req.uris),
       req.includeOpThreadMetadata ? opThreadsFor(ctx.db, req.uris) : [],
     ])
     return { records, meta, opThreads }
   },
 })
 
-// Gate flags per requested uri (not only posts: the stock looks every uri up in `post`).
-async function postMeta(db: Db, uris: string[]): Promise<PlainMessage<PostRecordMeta>[]> {
+const POST = 'app.bsky.feed.post'
+
+type PostRow = RecordRow & {
+  /** The record row exists (the uri's other columns may come from `post` alone). */
+  hasRecord: boolean
+  violatesThreadGate: boolean | null
+  violatesEmbeddingRules: boolean | null
+  hasThreadGate: boolean | null
+  hasPostGate: boolean | null
+}
+
+/**
+ * The posts' records and gate flags in one query: each requested uri looked up in `record` (a
+ * post record only, as every Get*Records rpc keeps to its collection) and in `post` (every uri,
+ * as the stock looks them all up there).
+ */
+async function postsWithMeta(
+  db: Db,
+  uris: string[],
+): Promise<{ records: RecordEntry[]; meta: PlainMessage<PostRecordMeta>[] }> {
+  // A malformed uri is refused before anything is read, as getRecords refuses it.
+  const posts = new Set(uris.filter((uri) => collectionOf(uri) === POST))
   const unique = [...new Set(uris)]
   const rows = unique.length
-    ? await db
-        .selectFrom('post')
-        .where('uri', '=', anyOf(unique))
-        .select([
-          'uri',
-          'violatesThreadGate',
-          'violatesEmbeddingRules',
-          'hasThreadGate',
-          'hasPostGate',
-        ])
-        .execute()
+    ? (
+        await sql<PostRow>`
+          select u.uri, r.cid, r.json, r."indexedAt", r."takedownRef", r.tags,
+            r.uri is not null as "hasRecord",
+            p."violatesThreadGate", p."violatesEmbeddingRules", p."hasThreadGate", p."hasPostGate"
+          from unnest(${unique}::text[]) as u(uri)
+          left join record r on r.uri = u.uri
+          left join post p on p.uri = u.uri
+          where r.uri is not null or p.uri is not null`.execute(db)
+      ).rows
     : []
   const byUri = new Map(rows.map((row) => [row.uri, row]))
-  return uris.map((uri) => {
+  const meta = uris.map((uri) => {
     const row = byUri.get(uri)
     return {
       violatesThreadGate: !!row?.violatesThreadGate,
@@ -69,9 +88,13 @@ async function postMeta(db: Db, uris: string[]): Promise<PlainMessage<PostRecord
       hasVideo: false,
     }
   })
+  const records = recordEntries(
+    uris,
+    rows.filter((row) => row.hasRecord && posts.has(row.uri)),
+  )
+  return { records, meta }
 }
 
-// The OP reply chains of the threads the requested posts belong to, one per thread that has any.
 async function opThreadsFor(db: Db, uris: string[]): Promise<PlainMessage<OpThread>[]> {
   const unique = [...new Set(uris)]
   if (!unique.length) return []

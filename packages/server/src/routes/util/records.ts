@@ -10,7 +10,7 @@ import { anyOf } from './any-of.ts'
 
 export type RecordEntry = PlainMessage<RecordMsg>
 
-type RecordRow = Pick<RepoRecord, 'uri' | 'cid' | 'json' | 'indexedAt' | 'takedownRef'> & {
+export type RecordRow = Pick<RepoRecord, 'uri' | 'cid' | 'json' | 'indexedAt' | 'takedownRef'> & {
   tags: string[] | null
 }
 
@@ -31,7 +31,11 @@ export async function getRecords(
   collection?: string,
 ): Promise<RecordEntry[]> {
   const wanted = collection ? uris.filter((uri) => collectionOf(uri) === collection) : uris
-  const rows = await fetchRows(db, wanted)
+  return recordEntries(uris, await fetchRows(db, wanted))
+}
+
+/** One entry per requested uri, in order, from the rows read for them. */
+export function recordEntries(uris: string[], rows: RecordRow[]): RecordEntry[] {
   const byUri = new Map(rows.map((row) => [row.uri, row]))
   return uris.map((uri) => toEntry(byUri.get(uri)))
 }
