@@ -15,7 +15,7 @@
 // (openplane: the better of its two setups). Not part of CI.
 //
 // The load comes from a worker thread with a heap of its own (load-worker.ts), not from this
-// process's heap, which holds the AppView's client and its module graph: there, the generator's
+// process's heap, which held the AppView's module graph (@atproto/bsky): there, the generator's
 // major GCs (5–35 ms) landed on the latencies it measured. The worker runs with a small young
 // generation: node:http2's client keeps each call's objects past one minor GC (about 4 KB a
 // call; a bare client does it too), so every minor GC copies them, and with the default size
@@ -32,8 +32,9 @@
 //   BENCH_SERVERS   server process counts of ours to run (default 1,2)
 //   BENCH_SEQUENTIAL requests of the sequential run (default 2000)
 //   BENCH_DRIVER    raw (default: a lean HTTP/2 gRPC client, grpc-h2.ts) or connect (the
-//                   AppView's own client) for ours' load steps; the stock speaks HTTP/1.1 only
-//                   and is always driven by the AppView's client
+//                   transport the AppView's client is built on, connect-node's gRPC transport)
+//                   for ours' load steps; the stock speaks HTTP/1.1 only and is always driven
+//                   by that transport
 //   BENCH_SESSIONS  HTTP/2 sessions per url of the raw driver (default 1, as the AppView has)
 //   BENCH_REDIS     host:port of a Redis to keep timelines in across runs (default: a private one)
 //   BENCH_OVERLOAD  0: skip ours' overload step (twice the highest rate served in full; it shows

@@ -42,11 +42,6 @@ export class PreparedStatements {
     this.#names.delete(text)
     this.#refused.add(text)
   }
-
-  /** How many texts are named. */
-  get size(): number {
-    return this.#names.size
-  }
 }
 
 /** A read whose text repeats: no IN-list of parameters, whose length would vary. */

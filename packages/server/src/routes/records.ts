@@ -95,6 +95,7 @@ async function postsWithMeta(
   return { records, meta }
 }
 
+// The OP reply chains of the threads the requested posts belong to, one per thread that has any.
 async function opThreadsFor(db: Db, uris: string[]): Promise<PlainMessage<OpThread>[]> {
   const unique = [...new Set(uris)]
   if (!unique.length) return []
