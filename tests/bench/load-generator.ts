@@ -30,7 +30,8 @@ export interface LoadGenerator {
 }
 
 /** A request before it is numbered. */
-type Unsent = Request extends infer R ? (R extends Request ? Omit<R, 'id'> : never) : never
+type WithoutId<R> = R extends unknown ? Omit<R, 'id'> : never
+type Unsent = WithoutId<Request>
 
 // About a 4 MB semi-space: small young generations pause under 1 ms (see bench/timeline.ts).
 const YOUNG_GENERATION_MB = 12
