@@ -44,6 +44,9 @@
 //                   print where the time went
 //   BENCH_PROFILE_ALLOCATIONS 1: with BENCH_PROFILE, also sample what the servers allocate
 //                   (.heapprofile beside the CPU profile) and print bytes per read by function
+//   BENCH_NODE_FLAGS Node flags of our servers (default --max-semi-space-size=64, as deployed)
+//   BENCH_SERVER_OUTPUT a directory: write each server's stdout and stderr there when it stops
+//                   (with BENCH_NODE_FLAGS=--trace-gc, say, its GC pauses)
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -84,6 +87,7 @@ if (DRIVER !== 'raw' && DRIVER !== 'connect') throw new Error('BENCH_DRIVER: raw
 const RAW_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1)
 const KEEP_REDIS = process.env.BENCH_REDIS
 const OVERLOAD = process.env.BENCH_OVERLOAD !== '0'
+const SERVER_OUTPUT = process.env.BENCH_SERVER_OUTPUT
 // Ours runs under the Node flags it is deployed with (`pnpm start`, the Dockerfile).
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '--max-semi-space-size=64')
   .split(' ')
@@ -460,7 +464,13 @@ async function main(): Promise<void> {
       const mem = await redis.cli('INFO', 'memory')
       log(`redis ${/used_memory_human:(\S+)/.exec(mem)?.[1]} for ${readers.length} timelines`)
     } finally {
-      for (const s of servers.reverse()) await s.child.stop()
+      for (const [i, s] of [...servers.entries()].reverse()) {
+        await s.child.stop()
+        if (SERVER_OUTPUT) {
+          mkdirSync(SERVER_OUTPUT, { recursive: true })
+          writeFileSync(path.join(SERVER_OUTPUT, `server-${i + 1}.log`), s.child.output())
+        }
+      }
       await redis.dispose()
     }
   }
