@@ -517,6 +517,24 @@ async function main(): Promise<void> {
   const stock100 = results.stock ? at100(results.stock) : NaN
   const ours100 = ours ? at100(results[ours]!) : NaN
   log(`openplane below is ${ours}`)
+  // The summary compares 100 req/s; on a slow host the stock is already past its capacity
+  // there, which flatters the ratio. Say so, with the ratio at the highest step it held.
+  if (results.stock && ours) {
+    const held = results.stock.filter(
+      (r) => r.p99 <= 10 * P99_GOAL_MS && r.achieved >= 0.98 * r.offered,
+    )
+    const top = held.filter((r) => r.offered < 100).at(-1)
+    const mine = top && results[ours]!.find((r) => r.offered === top.offered)
+    if (!held.some((r) => r.offered === 100)) {
+      log(
+        top && mine
+          ? `the stock did not hold 100 req/s here (p99 over ${10 * P99_GOAL_MS} ms or under 98 % answered); ` +
+              `at ${top.offered} req/s, its highest step held: p99 stock ${top.p99.toFixed(2)} ms, ` +
+              `openplane ${mine.p99.toFixed(2)} ms, ratio ${(top.p99 / mine.p99).toFixed(1)}x`
+          : 'the stock held none of the steps below 100 req/s (p99 under 100 ms, 98 % answered)',
+      )
+    }
+  }
   console.log(
     `timeline: at 100 rps p99 stock ${stock100.toFixed(2)} ms, openplane ${ours100.toFixed(2)} ms, ` +
       `ratio ${(stock100 / ours100).toFixed(1)}x; openplane max rps at p99<=10ms ${ours ? maxHolding(results[ours]!) : NaN}`,
