@@ -68,7 +68,7 @@ interface Relationship {
   followedBy?: string
 }
 
-type Kind = Exclude<keyof Relationship, 'mute'> | 'mute' | 'actor'
+type Kind = keyof Relationship | 'actor'
 
 interface KindRow {
   kind: Kind
