@@ -24,7 +24,7 @@ import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { createServiceJwt } from '@atproto/xrpc-server'
-import { didFor, readUserbaseParams } from '@openplane/sim'
+import { readUserbaseParams } from '@openplane/sim'
 import { PlcStub, SimKeys } from '../../packages/sim/src/emit/index.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer } from '../harness/redis-cluster.ts'
@@ -32,7 +32,14 @@ import { profileWhile } from './inspector.ts'
 import { cpuByName, processCpu } from './proc.ts'
 import { summarise } from './profile-summary.ts'
 import { startGenerator, type LoadGenerator, type StepResult } from './load-generator.ts'
-import { benchSchema, ensureLoaded, keptRedis, spawnOurs, spawnStock } from './timeline.ts'
+import {
+  benchReaders,
+  benchSchema,
+  ensureLoaded,
+  keptRedis,
+  spawnOurs,
+  spawnStock,
+} from './timeline.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-100k-with-posts.json'
@@ -156,7 +163,7 @@ async function main(): Promise<void> {
   await ensureLoaded(schema)
   const active = params.max_active_user_id
   const count = Math.min(active, VIEWERS)
-  const viewers = Array.from({ length: count }, (_, i) => didFor(1 + ((i * 7919) % active)))
+  const viewers = benchReaders(active, count)
   const keys = new SimKeys({ seed: KEY_SEED })
   const plc = await PlcStub.start({
     host: '127.0.0.1',

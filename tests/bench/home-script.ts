@@ -17,7 +17,7 @@
 //   BENCH_CELEBRITY_FOLLOWERS  the server's DATAPLANE_CELEBRITY_FOLLOWERS (default 10000)
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
-import { didFor, readUserbaseParams } from '@openplane/sim'
+import { readUserbaseParams } from '@openplane/sim'
 import {
   createRedisClient,
   parseRedisNodes,
@@ -26,7 +26,7 @@ import {
 } from '@openplane/timelines'
 import pg from 'pg'
 import { PG_URL } from '../harness/env.ts'
-import { benchSchema } from './timeline.ts'
+import { benchReaders, benchSchema } from './timeline.ts'
 
 const root = path.resolve(import.meta.dirname, '../..')
 const USERBASE = process.env.BENCH_USERBASE ?? 'packages/sim/examples/userbase-100k-with-posts.json'
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const schema = process.env.BENCH_SCHEMA ?? benchSchema(params.num_users)
   const active = params.max_active_user_id
   const count = Math.min(active, Number(process.env.BENCH_READERS ?? 3000))
-  const readers = Array.from({ length: count }, (_, i) => didFor(1 + ((i * 7919) % active)))
+  const readers = benchReaders(active, count)
 
   const db = new pg.Client({ connectionString: PG_URL })
   await db.connect()

@@ -125,6 +125,14 @@ export async function ensureLoaded(schema: string): Promise<void> {
   console.log(formatLoadReport(report))
 }
 
+/**
+ * The first `count` of users 1..active in a fixed shuffle, so every bench reads the same readers
+ * in the same order.
+ */
+export function benchReaders(active: number, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => didFor(1 + ((i * 7919) % active)))
+}
+
 /** The default schema name: digits spelled as letters a–j. */
 export function benchSchema(users: number): string {
   return `bench_tl_${String(users).replace(/\d/g, (d) => 'abcdefghij'[Number(d)]!)}`
@@ -378,7 +386,7 @@ async function main(): Promise<void> {
   const active = params.max_active_user_id
   const count = Math.min(active, Number(process.env.BENCH_READERS ?? active))
   // A fixed shuffle of the active users, so both sides get the same request sequence.
-  const readers = Array.from({ length: count }, (_, i) => didFor(1 + ((i * 7919) % active)))
+  const readers = benchReaders(active, count)
   const only = process.env.BENCH_ONLY
   const cpuModel = execFileSync('sh', ['-c', "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"])
     .toString()
