@@ -3,17 +3,20 @@
 // in-process store, call by call.
 import { afterAll, describe, expect, it } from 'vitest'
 import {
+  createRedisClient,
   cursorOf,
   MemoryTimelineStore,
   parseRedisNodes,
+  RedisTimelineStore,
   seededRandom,
+  waitForRedis,
   type TimelineItem,
   type TimelineStore,
 } from '@openplane/timelines'
 import { decodeTimeKey } from '../../packages/server/src/routes/util/pagination.ts'
-import { REDIS_HOST } from '../harness/env.ts'
+import { REDIS_HOST, uniqueName } from '../harness/env.ts'
 import { did, post, repost, timelineStoreBehaviour } from './behaviour.ts'
-import { redisFactory } from './redis-factory.ts'
+import { deleteKeys, redisFactory } from './redis-factory.ts'
 
 describe('RedisTimelineStore on one Redis', () => {
   const factory = redisFactory(() => parseRedisNodes(REDIS_HOST), false)
@@ -114,5 +117,32 @@ describe('RedisTimelineStore on one Redis', () => {
     expect(pagesSeen.filter((p) => !p.complete).length).toBeGreaterThan(5)
     const pages = (s: TimelineStore) => Promise.all(readers.map((r) => s.page(r, { limit: 100 })))
     expect(await pages(stores[1]!)).toEqual(await pages(stores[0]!))
+  })
+
+  it("sends one turn's commands in one write and answers each", async () => {
+    const nodes = parseRedisNodes(REDIS_HOST)
+    const client = createRedisClient({ nodes })
+    await waitForRedis(client)
+    const prefix = `${uniqueName('optw')}:`
+    const store = new RedisTimelineStore(client, { prefix, timeoutMs: 5000 })
+    try {
+      const readers = ['a', 'b', 'c'].map((x) => did(`turn${x}`))
+      const items = readers.map((_, i) => [
+        post(did('turnauthor'), `2024-05-0${i + 1}T00:00:00.000Z`),
+      ])
+      await Promise.all(readers.map((r, i) => store.materialise(r, items[i]!, { complete: true })))
+      // Three reads started in one turn: held in the socket, nothing handed to the kernel yet.
+      const reads = readers.map((r) => store.page(r, { limit: 10 }))
+      expect(client.stream.writableCorked).toBe(1)
+      expect(client.stream.writableLength).toBeGreaterThan(0)
+      const pages = await Promise.all(reads)
+      expect(pages.map((p) => p?.items)).toEqual(items)
+      // Released when the turn ended; a later turn's read leaves and is answered too.
+      expect(client.stream.writableCorked).toBe(0)
+      expect((await store.page(readers[0]!, { limit: 10 }))?.items).toEqual(items[0])
+    } finally {
+      await store.close()
+      await deleteKeys(nodes, false, prefix)
+    }
   })
 })

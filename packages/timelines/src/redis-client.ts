@@ -1,6 +1,6 @@
 // ioredis clients set up for a store that must fail fast: no offline queue on a single Redis
 // (commands while disconnected reject at once), no per-request retries, a command timeout, and
-// (single Redis) auto-pipelining so concurrent calls leave in one write.
+// no auto-pipelining (see below).
 import { Cluster, Redis } from 'ioredis'
 import { withDeadline } from './errors.ts'
 

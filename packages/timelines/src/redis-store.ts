@@ -41,6 +41,7 @@ import { composeHome, type MemberReads } from './home-read.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
 import { mergeSlices, sliceOf, type Slice } from './slices.ts'
 import { keySlot } from './slot.ts'
+import { TurnWrites } from './turn-writes.ts'
 import {
   DEFAULT_AUTHOR_TARGET_LENGTH,
   DEFAULT_REBUILD_LEASE_MS,
@@ -82,6 +83,8 @@ export class RedisTimelineStore implements TimelineStore {
   readonly #timeoutMs: number
   readonly #batchSize: number
   readonly #activationLogLength: number
+  /** A single Redis's one connection: each turn's commands in one write. */
+  readonly #turn: TurnWrites | undefined
 
   /** Takes ownership of `client` (see createRedisClient): `close()` quits it. */
   constructor(client: RedisClient, opts: RedisTimelineStoreOptions = {}) {
@@ -99,6 +102,7 @@ export class RedisTimelineStore implements TimelineStore {
       'activationLogLength',
       opts.activationLogLength ?? 100_000,
     )
+    this.#turn = client instanceof Cluster ? undefined : new TurnWrites(client)
     const onError = opts.onError ?? (() => {})
     client.on('error', onError)
     if (client instanceof Cluster) client.on('node error', onError)
@@ -389,6 +393,7 @@ export class RedisTimelineStore implements TimelineStore {
 
   /** Runs `work` under the deadline; Redis failures become TimelineStoreUnavailable. */
   async #op<T>(op: string, work: () => Promise<T>): Promise<T> {
+    this.#turn?.hold()
     const pending = work() // input errors thrown while building the call stay what they are
     try {
       return await withDeadline(pending, this.#timeoutMs)
@@ -484,6 +489,7 @@ export class RedisTimelineStore implements TimelineStore {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
+    this.#turn?.hold()
     try {
       return await this.#client.evalsha(script.sha, keys.length, ...keys, ...args)
     } catch (err) {
