@@ -126,6 +126,10 @@ try {
       `median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms, max ${sorted.at(-1)!.toFixed(0)} ms ` +
       `(emit → indexed → fanned out → newest item of every active follower's timeline)`,
   )
+} catch (err) {
+  // What the server said last is what explains a failed run.
+  log(`failed; the server's last output:\n${ours.output().slice(-8000)}`)
+  throw err
 } finally {
   r.disconnect()
   await ours.stop()

@@ -88,6 +88,39 @@ describe('connection limits', () => {
     expect(await closed).toBeGreaterThanOrEqual(450)
   })
 
+  it('keeps a busy HTTP/2 connection past the idle time, and closes it with a GOAWAY once idle', async () => {
+    const server = await serve({ idleMs: 500 })
+    const before = await metric('openplane_connections_timed_out_total', { phase: 'idle' })
+    const session = http2.connect(`http://127.0.0.1:${server.port}`)
+    session.on('error', () => {})
+    const closed = new Promise<number>((resolve) =>
+      session.once('close', () => resolve(Date.now())),
+    )
+    let goaway = false
+    session.once('goaway', () => (goaway = true))
+    const health = () =>
+      new Promise<number>((resolve, reject) => {
+        const stream = session.request({ ':path': '/_health' })
+        stream.once('response', (headers) => resolve(Number(headers[':status'])))
+        stream.on('data', () => {})
+        stream.once('error', reject)
+      })
+    // A call every 100 ms for three idle times: the connection carries them all.
+    for (const end = Date.now() + 1500; Date.now() < end; await sleep(100)) {
+      expect(await health()).toBe(200)
+    }
+    expect(session.destroyed).toBe(false)
+    // Then silence: closed about one idle time later, with a GOAWAY first.
+    const silentFrom = Date.now()
+    const at = await Promise.race([closed, sleep(5000).then(() => Infinity)])
+    expect(at - silentFrom).toBeGreaterThanOrEqual(400)
+    expect(at - silentFrom).toBeLessThan(5000)
+    expect(goaway).toBe(true)
+    expect(await metric('openplane_connections_timed_out_total', { phase: 'idle' })).toBe(
+      before + 1,
+    )
+  })
+
   it('refuses connections beyond the cap, and serves again below it', async () => {
     const server = await serve({ maxConnections: 2, firstByteMs: 5000 })
     const held = [connect(server.port), connect(server.port)]

@@ -1,6 +1,7 @@
 // The behaviour suite on the shared Redis (127.0.0.1:6379 unless OPENPLANE_TEST_REDIS_HOST),
 // under a key prefix of this run only; then a random workload answered alike by Redis and the
 // in-process store, call by call.
+import type { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
   createRedisClient,
@@ -133,12 +134,13 @@ describe('RedisTimelineStore on one Redis', () => {
       await Promise.all(readers.map((r, i) => store.materialise(r, items[i]!, { complete: true })))
       // Three reads started in one turn: held in the socket, nothing handed to the kernel yet.
       const reads = readers.map((r) => store.page(r, { limit: 10 }))
-      expect(client.stream.writableCorked).toBe(1)
-      expect(client.stream.writableLength).toBeGreaterThan(0)
+      const { stream } = client as Redis
+      expect(stream.writableCorked).toBe(1)
+      expect(stream.writableLength).toBeGreaterThan(0)
       const pages = await Promise.all(reads)
       expect(pages.map((p) => p?.items)).toEqual(items)
       // Released when the turn ended; a later turn's read leaves and is answered too.
-      expect(client.stream.writableCorked).toBe(0)
+      expect(stream.writableCorked).toBe(0)
       expect((await store.page(readers[0]!, { limit: 10 }))?.items).toEqual(items[0])
     } finally {
       await store.close()

@@ -10,6 +10,7 @@ import http from 'node:http'
 import http2 from 'node:http2'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
+import type { TLSSocket } from 'node:tls'
 import { counter } from '@openplane/telemetry'
 
 const refusedTotal = counter(
@@ -147,13 +148,37 @@ export async function listen(
   }
   const allow = limits.allowFrom ? allowList(limits.allowFrom) : undefined
   const sockets = new Set<net.Socket>()
-  /** Closes a silent connection: idle from now on (the first-byte deadline has passed). */
+  /**
+   * Closes a silent HTTP/1.1 connection: idle from now on (the first-byte deadline has passed).
+   * Not for HTTP/2: nghttp2 reads and writes its socket natively, so the socket's own timer never
+   * sees that traffic and would cut a busy connection, calls in flight and all, `idleMs` after it
+   * opened. HTTP/2 sessions have their own timer (`sessionIdle`).
+   */
   const idle = (socket: net.Socket) => {
     socket.setTimeout(limits.idleMs)
     socket.removeAllListeners('timeout')
     socket.on('timeout', () => {
       timedOutTotal.inc({ phase: 'idle' })
       socket.destroy()
+    })
+  }
+  /** The socket's timer off: the session's, refreshed by its frames, says when it is idle. */
+  const h2Socket = (socket: net.Socket) => {
+    socket.setTimeout(0)
+    socket.removeAllListeners('timeout')
+  }
+  /**
+   * An HTTP/2 session silent for `idleMs` is closed with a GOAWAY, so the caller opens a new one
+   * for its next call instead of failing it; a call still open gets `idleMs` more to finish.
+   */
+  const sessionIdle = (h2: http2.Http2Server | http2.Http2SecureServer) => {
+    h2.setTimeout(limits.idleMs)
+    h2.on('timeout', (session: http2.Http2Session | net.Socket) => {
+      timedOutTotal.inc({ phase: 'idle' })
+      if (!('goaway' in session)) return void session.destroy()
+      session.close()
+      const cut = setTimeout(() => session.destroy(), limits.idleMs).unref()
+      session.once('close', () => clearTimeout(cut))
     })
   }
   let outer: net.Server
@@ -164,8 +189,10 @@ export async function listen(
       handler,
     )
     streams(h2)
-    h2.on('secureConnection', (socket: net.Socket) => idle(socket))
-    h2.setTimeout(limits.idleMs)
+    h2.on('secureConnection', (socket: TLSSocket) =>
+      socket.alpnProtocol === 'h2' ? h2Socket(socket) : idle(socket),
+    )
+    sessionIdle(h2)
     sessions = trackSessions(h2)
     outer = h2
   } else {
@@ -174,7 +201,7 @@ export async function listen(
     h1.keepAliveTimeout = Math.min(65_000, limits.idleMs)
     const h2 = http2.createServer(h2Options, handler)
     streams(h2)
-    h2.setTimeout(limits.idleMs)
+    sessionIdle(h2)
     sessions = trackSessions(h2)
     outer = net.createServer((socket) => {
       socket.setTimeout(limits.firstByteMs)
@@ -186,8 +213,9 @@ export async function listen(
         const head: Buffer | null = socket.read(H2_PREFACE.length) ?? socket.read()
         if (head === null) return socket.destroy()
         socket.unshift(head)
-        idle(socket)
         const isH2 = head.equals(H2_PREFACE.subarray(0, head.length))
+        if (isH2) h2Socket(socket)
+        else idle(socket)
         ;(isH2 ? h2 : h1).emit('connection', socket)
       })
     })
