@@ -74,14 +74,27 @@ try {
         .map((d) => client.getTimeline({ actorDid: d, limit: 1, cursor: '' })),
     )
   }
-  // Rebuilds run in the background: wait until every timeline is materialised.
-  for (;;) {
+  // Rebuilds run in the background: wait until every timeline is materialised. A rebuild that
+  // failed (Postgres busy past its connect timeout on a slow host) is not retried until its
+  // reader reads again, so those readers read again, a bounded number of times.
+  for (let round = 0; ; round++) {
     const states = await r.pipeline(keys.map((k) => ['zrange', k, '-1', '-1'])).exec()
-    const ready = states!.filter(([, v]) => {
-      const s = (v as string[])[0]
-      return s === '\x7fr' || s === '\x7ft'
-    }).length
-    if (ready === keys.length) break
+    const cold = readers.filter((_, i) => {
+      const s = (states![i]![1] as string[])[0]
+      return s !== '\x7fr' && s !== '\x7ft'
+    })
+    if (!cold.length) break
+    if (round >= 3000) throw new Error(`${cold.length} timelines never materialised`)
+    if (round % 50 === 49) {
+      log(`${cold.length} timelines not materialised yet; reading them again`)
+      for (let i = 0; i < cold.length; i += 50) {
+        await Promise.all(
+          cold
+            .slice(i, i + 50)
+            .map((d) => client.getTimeline({ actorDid: d, limit: 1, cursor: '' })),
+        )
+      }
+    }
     await sleep(200)
   }
   log(
