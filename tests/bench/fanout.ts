@@ -66,14 +66,16 @@ try {
   }
   const readers = ids.map(didFor)
   const keys = readers.map((d) => `${PREFIX}t:{${d}}`)
-  const t0 = performance.now()
-  for (let i = 0; i < readers.length; i += 50) {
-    await Promise.all(
-      readers
-        .slice(i, i + 50)
-        .map((d) => client.getTimeline({ actorDid: d, limit: 1, cursor: '' })),
-    )
+  // A first read of each, 50 at a time, starts its rebuild.
+  const readAll = async (dids: readonly string[]) => {
+    for (let i = 0; i < dids.length; i += 50) {
+      await Promise.all(
+        dids.slice(i, i + 50).map((d) => client.getTimeline({ actorDid: d, limit: 1, cursor: '' })),
+      )
+    }
   }
+  const t0 = performance.now()
+  await readAll(readers)
   // Rebuilds run in the background: wait until every timeline is materialised. A rebuild that
   // failed (Postgres busy past its connect timeout on a slow host) is not retried until its
   // reader reads again, so those readers read again, a bounded number of times.
@@ -87,13 +89,7 @@ try {
     if (round >= 3000) throw new Error(`${cold.length} timelines never materialised`)
     if (round % 50 === 49) {
       log(`${cold.length} timelines not materialised yet; reading them again`)
-      for (let i = 0; i < cold.length; i += 50) {
-        await Promise.all(
-          cold
-            .slice(i, i + 50)
-            .map((d) => client.getTimeline({ actorDid: d, limit: 1, cursor: '' })),
-        )
-      }
+      await readAll(cold)
     }
     await sleep(200)
   }

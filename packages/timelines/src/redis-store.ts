@@ -418,6 +418,7 @@ export class RedisTimelineStore implements TimelineStore {
     let n = 0
     for (let i = 0; i < chunks.length; i += PARALLEL) {
       const wave = chunks.slice(i, i + PARALLEL)
+      this.#turn?.hold()
       const calls = wave.map((c) =>
         this.#evalKeys(
           script,
@@ -489,7 +490,6 @@ export class RedisTimelineStore implements TimelineStore {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    this.#turn?.hold()
     try {
       return await this.#client.evalsha(script.sha, keys.length, ...keys, ...args)
     } catch (err) {
