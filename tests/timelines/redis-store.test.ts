@@ -6,6 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import {
   createRedisClient,
   cursorOf,
+  decodeMember,
+  encodeMember,
   MemoryTimelineStore,
   parseRedisNodes,
   RedisTimelineStore,
@@ -34,7 +36,8 @@ describe('RedisTimelineStore on one Redis', () => {
     const seen: TimelineItem[] = []
     let clock = Date.parse('2024-05-01T12:00:00.000Z')
     const fresh = (): TimelineItem => {
-      clock += Math.floor(rand() * 3) // many equal milliseconds
+      // Many equal milliseconds, and now and then a later second (the heads score by the second).
+      clock += rand() < 0.1 ? 1000 : Math.floor(rand() * 3)
       const at = new Date(rand() < 0.1 ? clock - 40 : clock).toISOString() // some backdated
       const x =
         rand() < 0.25 && seen.length
@@ -92,7 +95,26 @@ describe('RedisTimelineStore on one Redis', () => {
       } else if (r < 0.7) {
         const [a, x] = [pick(authors), fresh()]
         ops.push(['pushAuthorRecent', (s) => s.pushAuthorRecent(a, x)])
-      } else if (r < 0.78) {
+      } else if (r < 0.71) {
+        const as = authors.filter(() => rand() < 0.3)
+        ops.push(['evictAuthors', (s) => s.evictAuthors(as)])
+      } else if (r < 0.72) {
+        const a = pick(authors)
+        ops.push([
+          'startAuthorRebuild',
+          async (s) => ((await s.startAuthorRebuild(a)) ? 'started' : 'busy'),
+        ])
+      } else if (r < 0.76) {
+        // A home page: the celebrity lists a full timeline page passes over (their heads below
+        // its floor) are not read on Redis; the in-process store reads every one.
+        const [rd, cs, limit, before] = [
+          pick(readers),
+          authors.filter(() => rand() < 0.7),
+          1 + Math.floor(rand() * 6),
+          cursor(),
+        ]
+        ops.push(['home', (s) => s.home(rd, cs, { limit, before })])
+      } else if (r < 0.8) {
         const [as, limit, before] = [
           authors.filter(() => rand() < 0.6),
           1 + Math.floor(rand() * 15),
@@ -118,6 +140,82 @@ describe('RedisTimelineStore on one Redis', () => {
     expect(pagesSeen.filter((p) => !p.complete).length).toBeGreaterThan(5)
     const pages = (s: TimelineStore) => Promise.all(readers.map((r) => s.page(r, { limit: 100 })))
     expect(await pages(stores[1]!)).toEqual(await pages(stores[0]!))
+  })
+
+  it('passes over celebrity lists with nothing new enough for the page, and only those', async () => {
+    const nodes = parseRedisNodes(REDIS_HOST)
+    const client = createRedisClient({ nodes })
+    await waitForRedis(client)
+    const prefix = `${uniqueName('ophd')}:`
+    const store = new RedisTimelineStore(client, { prefix, timeoutMs: 5000 })
+    const heads = `${prefix}heads`
+    const listOf = (a: string) => `${prefix}a:{${a}}`
+    const at = (s: number) => new Date(Date.UTC(2024, 4, 1, 12, 0, s)).toISOString()
+    const [reader, old, fresh] = ['hdreader', 'hdold', 'hdfresh'].map((x) => did(x)) as [
+      string,
+      string,
+      string,
+    ]
+    const celebs = [old, fresh]
+    const home = async () => {
+      const read = await store.home(reader, celebs, { limit: 3 })
+      return { members: read.celebrities?.members.map((m) => decodeMember(m)), read }
+    }
+    try {
+      // A full first page of the timeline ends at second 30: its floor.
+      const followed = [40, 35, 30, 20].map((s) => post(did('hdfollowed'), at(s)))
+      await store.materialise(reader, followed, { complete: true })
+      await store.materialiseAuthor(reader, [], { complete: true })
+      const oldItems = [10, 5].map((s) => post(old, at(s)))
+      const freshItem = post(fresh, at(38))
+      await store.materialiseAuthor(old, oldItems, { complete: true })
+      await store.materialiseAuthor(fresh, [freshItem], { complete: true })
+      expect(await client.zscore(heads, listOf(old))).toBe('20240501120010')
+      expect(await client.zscore(heads, listOf(fresh))).toBe('20240501120038')
+      expect((await home()).members).toEqual([freshItem])
+
+      // Passed over, not read: an item put in behind the scripts' back stays unseen…
+      const hidden = post(old, at(36))
+      await client.zadd(listOf(old), 0, encodeMember(hidden))
+      expect((await home()).members).toEqual([freshItem])
+      // …until a write through the store scores the list's new head.
+      const pushed = post(old, at(37))
+      await store.pushAuthorRecent(old, pushed)
+      expect(await client.zscore(heads, listOf(old))).toBe('20240501120037')
+      expect((await home()).members).toEqual([freshItem, pushed, hidden])
+
+      // A list Redis evicted (or an operator deleted) under a low score: read, hence missing.
+      await store.materialiseAuthor(old, oldItems, { complete: true })
+      await client.del(listOf(old))
+      const evicted = await home()
+      expect(evicted.read.celebrities).toMatchObject({ members: [encodeMember(freshItem)] })
+      expect(evicted.read.celebrities?.missing).toEqual([old])
+
+      // Evicting and rebuilding through the store take the score away: never passed over then.
+      await store.materialiseAuthor(old, oldItems, { complete: true })
+      await store.evictAuthors([old])
+      expect(await client.zscore(heads, listOf(old))).toBeNull()
+      await store.materialiseAuthor(old, oldItems, { complete: true })
+      const token = await store.startAuthorRebuild(old)
+      expect(token).toBeDefined()
+      expect(await client.zscore(heads, listOf(old))).toBeNull()
+      expect((await home()).read.celebrities?.missing).toEqual([old])
+      // Writes collected during the rebuild do not score it; materialising does.
+      await store.pushAuthorRecent(old, post(old, at(2)))
+      expect(await client.zscore(heads, listOf(old))).toBeNull()
+      await store.materialiseAuthor(old, oldItems, { complete: true, token })
+      expect(await client.zscore(heads, listOf(old))).toBe('20240501120010')
+      // An empty list scores lowest; a head of another sortAt shape is always read.
+      await store.materialiseAuthor(old, [], { complete: true })
+      expect(await client.zscore(heads, listOf(old))).toBe('-inf')
+      const odd = post(old, '2024-05-01T12:00:01.000123Z')
+      await store.materialiseAuthor(old, [odd], { complete: true })
+      expect(await client.zscore(heads, listOf(old))).toBe('inf')
+      expect((await home()).members).toEqual([freshItem])
+    } finally {
+      await store.close()
+      await deleteKeys(nodes, false, prefix)
+    }
   })
 
   it("sends one turn's commands in one write and answers each", async () => {

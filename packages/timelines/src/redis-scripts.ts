@@ -65,6 +65,24 @@ local function cancel_rebuild(k, s)
   end
   return false
 end
+-- Heads: a sorted set beside the lists (one per store; '' where there is none, as on a Cluster)
+-- scoring each materialised author list by the time of its highest member, so that a home read
+-- can pass over the lists with nothing new enough for its page without reading them. The score
+-- is the canonical sortAt's digits down to the second (YYYYMMDDHHMMSS, exact in a double): for
+-- members of that shape, a higher member never has a lower score, so a head scored below a
+-- floor's score lies below the floor in byte order. A head of another shape scores +inf (always
+-- read), an empty list -inf. A list has a score only while materialised: every step that
+-- unmaterialises an author list removes it; a score may stay higher than the list's head (after
+-- a removal), which only costs a read.
+local function time_of(m)
+  local y, mo, d, h, mi, s = string.match(m, '^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)%.%d%d%dZ\\1')
+  if not y then return nil end
+  return y .. mo .. d .. h .. mi .. s
+end
+local function set_head(heads, k)
+  local top = redis.call('ZRANGE', k, '(\\127', '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)[1]
+  redis.call('ZADD', heads, top and (time_of(top) or '+inf') or '-inf', k)
+end
 local function feed_field(m)
   local r = string.find(m, '\\2', 1, true)
   if r then return string.sub(m, r + 1), true end
@@ -81,19 +99,20 @@ function script(body: string): LuaScript {
 
 /**
  * Batch; arguments: target length, trim threshold (trimming waits for some slack so its cost is
- * shared by many adds), members. Adds to each materialised (or warming) list, never below its
- * horizon. Returns how many were added in all.
+ * shared by many adds), heads ('' for timelines), members. Adds to each materialised (or
+ * warming) list, never below its horizon, and scores a materialised author list's new head.
+ * Returns how many were added in all.
  */
 export const ADD = script(`
 local keys, args = batch()
-local target, above = tonumber(args[1]), tonumber(args[2])
+local target, above, heads = tonumber(args[1]), tonumber(args[2]), args[3]
 local total = 0
 for _, k in ipairs(keys) do
   local s = state(k)
   if s then
     local ghosted = s == TRUNCATED or s == WARMING_T
     local n = 0
-    for i = 3, #args do
+    for i = 4, #args do
       local m = args[i]
       if redis.call('ZADD', k, 0, m) == 1 then
         -- The ghost held rank 0; an item taking rank 0 sorts below it, in the unknown gap.
@@ -107,6 +126,7 @@ for _, k in ipairs(keys) do
     if n > 0 then
       local items = redis.call('ZCARD', k) - 1 - (ghosted and 1 or 0)
       if items > above then trim(k, s, items, target) end
+      if heads ~= '' and (s == READY or s == TRUNCATED) then set_head(heads, k) end
     end
     total = total + n
   end
@@ -148,26 +168,33 @@ end
 return n
 `)
 
-/** Batch: drops the lists, cancelling rebuilds under way. Returns how many existed. */
+/**
+ * Batch; argument: heads ('' for timelines). Drops the lists and their heads' scores, cancelling
+ * rebuilds under way. Returns how many existed.
+ */
 export const DROP = script(`
-local keys = batch()
+local keys, args = batch()
+local heads = args[1]
 local n = 0
 for _, k in ipairs(keys) do
   n = n + redis.call('DEL', k)
   redis.call('DEL', lease_of(k))
+  if heads ~= '' then redis.call('ZREM', heads, k) end
 end
 return n
 `)
 
 /**
- * KEYS[1] list; ARGV[1] token; ARGV[2] lease ms. Starts a rebuild unless another holds the lease
- * (any process): takes the lease, clears the list and marks it WARMING, so fan-out writes are
- * collected from here on. Returns 1 if started, 0 if another rebuild holds it.
+ * KEYS[1] list; ARGV[1] token; ARGV[2] lease ms; ARGV[3] heads ('' for timelines). Starts a
+ * rebuild unless another holds the lease (any process): takes the lease, clears the list (and its
+ * head's score) and marks it WARMING, so fan-out writes are collected from here on. Returns 1 if
+ * started, 0 if another rebuild holds it.
  */
 export const START = script(`
 local k = KEYS[1]
 if redis.call('SET', lease_of(k), ARGV[1], 'NX', 'PX', ARGV[2]) == false then return 0 end
 redis.call('DEL', k)
+if ARGV[3] ~= '' then redis.call('ZREM', ARGV[3], k) end
 redis.call('ZADD', k, 0, WARMING)
 return 1
 `)
@@ -182,10 +209,11 @@ return 1
 
 /**
  * KEYS[1] list; ARGV[1] target length; ARGV[2] horizon ghost or ''; ARGV[3] the rebuild's token
- * or ''; ARGV[4..] members. Replaces the list, or merges into what a WARMING list collected; keeps
- * only what lies above the higher horizon; marks it READY (or TRUNCATED); trims to the target.
- * With a token, only while that rebuild still holds the lease (a removal, an eviction or an
- * expired lease cancelled it): returns 0 and writes nothing otherwise.
+ * or ''; ARGV[4] heads ('' for timelines); ARGV[5..] members. Replaces the list, or merges into
+ * what a WARMING list collected; keeps only what lies above the higher horizon; marks it READY
+ * (or TRUNCATED); trims to the target; scores an author list's head. With a token, only while
+ * that rebuild still holds the lease (a removal, an eviction or an expired lease cancelled it):
+ * returns 0 and writes nothing otherwise.
  */
 export const MATERIALISE = script(`
 local k = KEYS[1]
@@ -202,7 +230,7 @@ else
   redis.call('DEL', k)
 end
 local chunk = {}
-for i = 4, #ARGV do
+for i = 5, #ARGV do
   chunk[#chunk + 1] = 0
   chunk[#chunk + 1] = ARGV[i]
   if #chunk >= 1000 then
@@ -222,6 +250,7 @@ local st = hr >= 0 and TRUNCATED or READY
 local items = redis.call('ZCARD', k) - (hr >= 0 and 1 or 0)
 redis.call('ZADD', k, 0, st)
 if items > tonumber(ARGV[1]) then trim(k, st, items, tonumber(ARGV[1])) end
+if ARGV[4] ~= '' then set_head(ARGV[4], k) end
 return 1
 `)
 
@@ -259,12 +288,16 @@ return out
 
 /**
  * Read-only; everything a home timeline page reads, in one call. KEYS[1] the reader's timeline;
- * ARGV[1] count, ARGV[2] max (ZRANGE BYLEX bound), ARGV[3] the reader's own list, ARGV[4..] the
- * followed celebrities' lists. The reply is one string (one bulk reply to parse, not three per
- * list): the lists joined by \x1d, each as sentinel (or ''), \x1e, horizon, \x1e, then up to
- * count + 1 members from max down joined by '\n' (members hold none of these). The celebrities'
- * lists are read only when the timeline is materialised, and only down to the timeline's count-th
- * member when its first count members are items: nothing older can make the merged page.
+ * ARGV[1] count, ARGV[2] max (ZRANGE BYLEX bound), ARGV[3] the reader's own list, ARGV[4] heads
+ * (or ''), ARGV[5..] the followed celebrities' lists. The reply is one string (one bulk reply to
+ * parse, not three per list): the lists joined by \x1d, each as sentinel (or ''), \x1e, horizon,
+ * \x1e, then up to count + 1 members from max down joined by '\n' (members hold none of these).
+ * The celebrities' lists are read only when the timeline is materialised, and only down to the
+ * timeline's count-th member when its first count members are items: nothing older can make the
+ * merged page. A celebrity list whose head scores below that floor is not read at all (one
+ * ZMSCORE for all of them instead of a range each; most lists a page passes over end there) and
+ * answers as materialised and empty, which is what its range would have held; only if every such
+ * list still exists (the heads do not see keys Redis evicts or an operator deletes).
  *
  * The horizon is the list's ghost when it has one and it can matter, else ''. A first page (max
  * is the top) reads each list in one range from '+', the sentinel included; its ghost is then in
@@ -320,6 +353,34 @@ if count > 0 and #rows - from + 1 >= count then
   end
   if full then min = '[' .. rows[from + count - 1] end
 end
-for i = 4, #ARGV do read(ARGV[i], min) end
+local heads, passed = ARGV[4], {}
+local floor = min ~= '-' and heads ~= '' and #ARGV >= 5 and time_of(string.sub(min, 2))
+if floor then
+  floor = tonumber(floor)
+  -- In chunks: unpack has a stack limit, and a reader may follow thousands of celebrities.
+  local present = true
+  for c = 5, #ARGV, 1000 do
+    local last = math.min(#ARGV, c + 999)
+    local scores = redis.call('ZMSCORE', heads, unpack(ARGV, c, last))
+    local keys = {}
+    for i = c, last do
+      local score = scores[i - c + 1]
+      if score and tonumber(score) < floor then
+        passed[i] = true
+        keys[#keys + 1] = ARGV[i]
+      end
+    end
+    if #keys > 0 and redis.call('EXISTS', unpack(keys)) ~= #keys then present = false end
+  end
+  if not present then passed = {} end
+end
+for i = 5, #ARGV do
+  if passed[i] then
+    local o = #out
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = READY, '\\30\\30', '', '', '\\29'
+  else
+    read(ARGV[i], min)
+  end
+end
 return reply()
 `)
