@@ -36,7 +36,7 @@ describe('RedisTimelineStore on one Redis', () => {
     const seen: TimelineItem[] = []
     let clock = Date.parse('2024-05-01T12:00:00.000Z')
     const fresh = (): TimelineItem => {
-      // Many equal milliseconds, and now and then a later second (the heads score by the second).
+      // Many equal milliseconds, and now and then a later second (heads are timed to the second).
       clock += rand() < 0.1 ? 1000 : Math.floor(rand() * 3)
       const at = new Date(rand() < 0.1 ? clock - 40 : clock).toISOString() // some backdated
       const x =
@@ -170,47 +170,47 @@ describe('RedisTimelineStore on one Redis', () => {
       const freshItem = post(fresh, at(38))
       await store.materialiseAuthor(old, oldItems, { complete: true })
       await store.materialiseAuthor(fresh, [freshItem], { complete: true })
-      expect(await client.zscore(heads, listOf(old))).toBe('20240501120010')
-      expect(await client.zscore(heads, listOf(fresh))).toBe('20240501120038')
+      expect(await client.hget(heads, listOf(old))).toBe('20240501120010')
+      expect(await client.hget(heads, listOf(fresh))).toBe('20240501120038')
       expect((await home()).members).toEqual([freshItem])
 
       // Passed over, not read: an item put in behind the scripts' back stays unseen…
       const hidden = post(old, at(36))
       await client.zadd(listOf(old), 0, encodeMember(hidden))
       expect((await home()).members).toEqual([freshItem])
-      // …until a write through the store scores the list's new head.
+      // …until a write through the store times the list's new head.
       const pushed = post(old, at(37))
       await store.pushAuthorRecent(old, pushed)
-      expect(await client.zscore(heads, listOf(old))).toBe('20240501120037')
+      expect(await client.hget(heads, listOf(old))).toBe('20240501120037')
       expect((await home()).members).toEqual([freshItem, pushed, hidden])
 
-      // A list Redis evicted (or an operator deleted) under a low score: read, hence missing.
+      // A list Redis evicted (or an operator deleted) under a low time: read, hence missing.
       await store.materialiseAuthor(old, oldItems, { complete: true })
       await client.del(listOf(old))
       const evicted = await home()
       expect(evicted.read.celebrities).toMatchObject({ members: [encodeMember(freshItem)] })
       expect(evicted.read.celebrities?.missing).toEqual([old])
 
-      // Evicting and rebuilding through the store take the score away: never passed over then.
+      // Evicting and rebuilding through the store take the time away: never passed over then.
       await store.materialiseAuthor(old, oldItems, { complete: true })
       await store.evictAuthors([old])
-      expect(await client.zscore(heads, listOf(old))).toBeNull()
+      expect(await client.hget(heads, listOf(old))).toBeNull()
       await store.materialiseAuthor(old, oldItems, { complete: true })
       const token = await store.startAuthorRebuild(old)
       expect(token).toBeDefined()
-      expect(await client.zscore(heads, listOf(old))).toBeNull()
+      expect(await client.hget(heads, listOf(old))).toBeNull()
       expect((await home()).read.celebrities?.missing).toEqual([old])
-      // Writes collected during the rebuild do not score it; materialising does.
+      // Writes collected during the rebuild do not time it; materialising does.
       await store.pushAuthorRecent(old, post(old, at(2)))
-      expect(await client.zscore(heads, listOf(old))).toBeNull()
+      expect(await client.hget(heads, listOf(old))).toBeNull()
       await store.materialiseAuthor(old, oldItems, { complete: true, token })
-      expect(await client.zscore(heads, listOf(old))).toBe('20240501120010')
-      // An empty list scores lowest; a head of another sortAt shape is always read.
+      expect(await client.hget(heads, listOf(old))).toBe('20240501120010')
+      // An empty list is timed lowest; a head of another sortAt shape is always read.
       await store.materialiseAuthor(old, [], { complete: true })
-      expect(await client.zscore(heads, listOf(old))).toBe('-inf')
+      expect(await client.hget(heads, listOf(old))).toBe('0')
       const odd = post(old, '2024-05-01T12:00:01.000123Z')
       await store.materialiseAuthor(old, [odd], { complete: true })
-      expect(await client.zscore(heads, listOf(old))).toBe('inf')
+      expect(await client.hget(heads, listOf(old))).toBe('99999999999999')
       expect((await home()).members).toEqual([freshItem])
     } finally {
       await store.close()

@@ -65,15 +65,16 @@ local function cancel_rebuild(k, s)
   end
   return false
 end
--- Heads: a sorted set beside the lists (one per store; '' where there is none, as on a Cluster)
--- scoring each materialised author list by the time of its highest member, so that a home read
--- can pass over the lists with nothing new enough for its page without reading them. The score
--- is the canonical sortAt's digits down to the second (YYYYMMDDHHMMSS, exact in a double): for
--- members of that shape, a higher member never has a lower score, so a head scored below a
--- floor's score lies below the floor in byte order. A head of another shape scores +inf (always
--- read), an empty list -inf. A list has a score only while materialised: every step that
--- unmaterialises an author list removes it; a score may stay higher than the list's head (after
--- a removal), which only costs a read.
+-- Heads: a hash beside the lists (one per store; '' where there is none, as on a Cluster) giving
+-- each materialised author list the time of its highest member, so that a home read can pass
+-- over the lists with nothing new enough for its page without reading them. The time is the
+-- canonical sortAt's digits down to the second (YYYYMMDDHHMMSS, exact as a number): for members
+-- of that shape, a higher member never has a lower time, so a head timed below a floor's time
+-- lies below the floor in byte order. A head of another shape gets the highest time (always
+-- read), an empty list 0. A hash, not a sorted set: a score is formatted into a string on every
+-- read of it. A list has a time only while materialised: every step that unmaterialises an
+-- author list removes it; a time may stay higher than the list's head (after a removal), which
+-- only costs a read.
 local function time_of(m)
   local y, mo, d, h, mi, s = string.match(m, '^(%d%d%d%d)%-(%d%d)%-(%d%d)T(%d%d):(%d%d):(%d%d)%.%d%d%dZ\\1')
   if not y then return nil end
@@ -81,7 +82,7 @@ local function time_of(m)
 end
 local function set_head(heads, k)
   local top = redis.call('ZRANGE', k, '(\\127', '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)[1]
-  redis.call('ZADD', heads, top and (time_of(top) or '+inf') or '-inf', k)
+  redis.call('HSET', heads, k, top and (time_of(top) or '99999999999999') or '0')
 end
 local function feed_field(m)
   local r = string.find(m, '\\2', 1, true)
@@ -100,7 +101,7 @@ function script(body: string): LuaScript {
 /**
  * Batch; arguments: target length, trim threshold (trimming waits for some slack so its cost is
  * shared by many adds), heads ('' for timelines), members. Adds to each materialised (or
- * warming) list, never below its horizon, and scores a materialised author list's new head.
+ * warming) list, never below its horizon, and times a materialised author list's new head.
  * Returns how many were added in all.
  */
 export const ADD = script(`
@@ -169,7 +170,7 @@ return n
 `)
 
 /**
- * Batch; argument: heads ('' for timelines). Drops the lists and their heads' scores, cancelling
+ * Batch; argument: heads ('' for timelines). Drops the lists and their heads' times, cancelling
  * rebuilds under way. Returns how many existed.
  */
 export const DROP = script(`
@@ -179,7 +180,7 @@ local n = 0
 for _, k in ipairs(keys) do
   n = n + redis.call('DEL', k)
   redis.call('DEL', lease_of(k))
-  if heads ~= '' then redis.call('ZREM', heads, k) end
+  if heads ~= '' then redis.call('HDEL', heads, k) end
 end
 return n
 `)
@@ -187,14 +188,14 @@ return n
 /**
  * KEYS[1] list; ARGV[1] token; ARGV[2] lease ms; ARGV[3] heads ('' for timelines). Starts a
  * rebuild unless another holds the lease (any process): takes the lease, clears the list (and its
- * head's score) and marks it WARMING, so fan-out writes are collected from here on. Returns 1 if
+ * head's time) and marks it WARMING, so fan-out writes are collected from here on. Returns 1 if
  * started, 0 if another rebuild holds it.
  */
 export const START = script(`
 local k = KEYS[1]
 if redis.call('SET', lease_of(k), ARGV[1], 'NX', 'PX', ARGV[2]) == false then return 0 end
 redis.call('DEL', k)
-if ARGV[3] ~= '' then redis.call('ZREM', ARGV[3], k) end
+if ARGV[3] ~= '' then redis.call('HDEL', ARGV[3], k) end
 redis.call('ZADD', k, 0, WARMING)
 return 1
 `)
@@ -211,7 +212,7 @@ return 1
  * KEYS[1] list; ARGV[1] target length; ARGV[2] horizon ghost or ''; ARGV[3] the rebuild's token
  * or ''; ARGV[4] heads ('' for timelines); ARGV[5..] members. Replaces the list, or merges into
  * what a WARMING list collected; keeps only what lies above the higher horizon; marks it READY
- * (or TRUNCATED); trims to the target; scores an author list's head. With a token, only while
+ * (or TRUNCATED); trims to the target; times an author list's head. With a token, only while
  * that rebuild still holds the lease (a removal, an eviction or an expired lease cancelled it):
  * returns 0 and writes nothing otherwise.
  */
@@ -294,8 +295,8 @@ return out
  * \x1e, then up to count + 1 members from max down joined by '\n' (members hold none of these).
  * The celebrities' lists are read only when the timeline is materialised, and only down to the
  * timeline's count-th member when its first count members are items: nothing older can make the
- * merged page. A celebrity list whose head scores below that floor is not read at all (one
- * ZMSCORE for all of them instead of a range each; most lists a page passes over end there) and
+ * merged page. A celebrity list whose head is timed below that floor is not read at all (one
+ * HMGET for all of them instead of a range each; most lists a page passes over end there) and
  * answers as materialised and empty, which is what its range would have held; only if every such
  * list still exists (the heads do not see keys Redis evicts or an operator deletes).
  *
@@ -308,6 +309,8 @@ return out
 export const HOME = script(`
 local count, max = tonumber(ARGV[1]), ARGV[2]
 local first = max == '(\\127'
+-- Limits as strings: a number passed to redis.call is formatted (sprintf) on every call.
+local upto1, upto2 = tostring(count + 1), tostring(count + 2)
 -- The reply's pieces, one table for all lists: joined once at the end, not list by list (a
 -- string per list cost a celebrity merge 8 % of the call).
 local out = {}
@@ -318,12 +321,12 @@ end
 local function read(k, min)
   local rows, s, from
   if first then
-    rows = redis.call('ZRANGE', k, '+', min, 'BYLEX', 'REV', 'LIMIT', 0, count + 2)
+    rows = redis.call('ZRANGE', k, '+', min, 'BYLEX', 'REV', 'LIMIT', '0', upto2)
     s = rows[1]
     if s and GHOSTED[s] then from = 2 else s, from = '', 1 end
   else
-    rows = redis.call('ZRANGE', k, max, min, 'BYLEX', 'REV', 'LIMIT', 0, count + 1)
-    s, from = redis.call('ZRANGE', k, -1, -1)[1] or '', 1
+    rows = redis.call('ZRANGE', k, max, min, 'BYLEX', 'REV', 'LIMIT', '0', upto1)
+    s, from = redis.call('ZRANGE', k, '-1', '-1')[1] or '', 1
   end
   local low = ''
   if s == TRUNCATED or s == WARMING_T then
@@ -331,12 +334,20 @@ local function read(k, min)
     if #rows >= from and is_ghost(last) then
       low = last
     elseif not first then
-      low = redis.call('ZRANGE', k, 0, 0)[1] or ''
+      low = redis.call('ZRANGE', k, '0', '0')[1] or ''
     end
   end
+  -- Rows go into the reply's table one by one: joining them per list first would make (and
+  -- hash) every member's bytes once more, and Redis spends much of a read making strings.
   local o = #out
   out[o + 1], out[o + 2], out[o + 3], out[o + 4] = s, '\\30', low, '\\30'
-  out[o + 5], out[o + 6] = table.concat(rows, '\\n', from), '\\29'
+  o = o + 4
+  for i = from, #rows do
+    out[o + 1], out[o + 2] = rows[i], '\\n'
+    o = o + 2
+  end
+  if #rows >= from then o = o - 1 end
+  out[o + 1] = '\\29'
   return rows, s, from
 end
 local rows, s, from = read(KEYS[1], '-')
@@ -361,11 +372,11 @@ if floor then
   local present = true
   for c = 5, #ARGV, 1000 do
     local last = math.min(#ARGV, c + 999)
-    local scores = redis.call('ZMSCORE', heads, unpack(ARGV, c, last))
+    local times = redis.call('HMGET', heads, unpack(ARGV, c, last))
     local keys = {}
     for i = c, last do
-      local score = scores[i - c + 1]
-      if score and tonumber(score) < floor then
+      local t = times[i - c + 1]
+      if t and tonumber(t) < floor then
         passed[i] = true
         keys[#keys + 1] = ARGV[i]
       end

@@ -2,6 +2,8 @@
 //   <prefix>t:{<reader>}   the reader's timeline (sorted set, members from member.ts)
 //   <prefix>a:{<author>}   a celebrity's recent items (same shape)
 //   <prefix>t:{<reader>}:w the lease of a rebuild under way (and <prefix>a:{<author>}:w)
+//   <prefix>heads          hash: author list key → its head's time to the second, while materialised
+//                          (single Redis only; lets a home read pass over lists, redis-scripts.ts)
 //   <prefix>active         reader → last active epoch ms (the hibernation index)
 //   <prefix>activated      stream of readers whose rebuild started (the fan-out writer's feed)
 //   <prefix>lease:<name>   a periodic task's lease among processes sharing the store
