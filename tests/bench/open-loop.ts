@@ -41,6 +41,8 @@ export interface StepResult {
   cpuPerRead?: number
   /** Of it, the kernel's share (system time: system calls, loopback TCP), ms. */
   sysPerRead?: number
+  /** Redis's CPU per answered read (its INFO cpu, user and system), ms (ours only). */
+  redisPerRead?: number
 }
 
 /** Every reader's first page, a few requests at a time. */

@@ -143,6 +143,7 @@ async function sweep(
   name: string,
   gen: LoadGenerator,
   servers: Ours[] = [],
+  redis?: Pick<RedisServer, 'cli'>,
 ): Promise<StepResult[]> {
   const results: StepResult[] = []
   const cpu = () => servers.reduce((sum, s) => sum + processCpu(s.child.proc.pid!), 0)
@@ -150,6 +151,7 @@ async function sweep(
   for (const rate of RATES) {
     const c0 = cpu()
     const s0 = sys()
+    const r0 = redis && (await redisCpu(redis))
     const b0 = servers.length ? await timelineBuckets(servers) : undefined
     const r =
       PROFILE_DIR && rate === PROFILE_AT && servers.length
@@ -160,6 +162,7 @@ async function sweep(
       r.sysPerRead = ((sys() - s0) * 1000) / (r.achieved * SECONDS)
       r.serverP99Within = p99Within(b0!, await timelineBuckets(servers))
     }
+    if (redis) r.redisPerRead = ((await redisCpu(redis)) - r0!) / (r.achieved * SECONDS)
     results.push(r)
     log(
       `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
@@ -168,7 +171,8 @@ async function sweep(
         (r.cpuPerRead === undefined
           ? ''
           : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read (${r.sysPerRead!.toFixed(3)} in the kernel)` +
-            `, server-side p99 <= ${r.serverP99Within} ms`),
+            `, server-side p99 <= ${r.serverP99Within} ms`) +
+        (r.redisPerRead === undefined ? '' : `, redis cpu ${r.redisPerRead.toFixed(3)} ms/read`),
     )
     // Past its capacity a side is done: under half the rate answered, or a p99 past 100 ms with
     // the median past the goal too or answers missing (one stall of the host, which lifts only
@@ -303,6 +307,13 @@ async function waitFor<T>(get: () => Promise<T> | undefined): Promise<T> {
  * A Redis the caller runs (BENCH_REDIS=host:port), kept after the run with its timelines, so
  * a rerun skips rebuilding them from Postgres. Only for iterating on our side.
  */
+/** Redis's own CPU so far (user and system), ms: what the reads cost it, step by step. */
+async function redisCpu(redis: Pick<RedisServer, 'cli'>): Promise<number> {
+  const info = await redis.cli('INFO', 'cpu')
+  const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN)
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1000
+}
+
 export function keptRedis(at: string): Pick<RedisServer, 'host' | 'port' | 'cli' | 'dispose'> {
   const [host = '127.0.0.1', port = '6379'] = at.split(':')
   return {
@@ -451,7 +462,7 @@ async function main(): Promise<void> {
           log(
             `${name}: sequential p50 ${seq[name].toFixed(3)} ms (lean client), ${seqConnect.toFixed(3)} ms (the AppView's client)`,
           )
-          results[name] = await sweep(name, gen, servers)
+          results[name] = await sweep(name, gen, servers, redis)
         } finally {
           await raw.close()
           await connect.close()
@@ -502,11 +513,13 @@ async function main(): Promise<void> {
   }
   for (const n of sides) {
     const cpu = results[n]!.map((r) => r.cpuPerRead).filter((x): x is number => x !== undefined)
+    const rcpu = results[n]!.map((r) => r.redisPerRead).filter((x) => x !== undefined)
     console.log(
       `${n}: sequential p50 ${seq[n]?.toFixed(3)} ms` +
         (seqVia[n] === undefined ? '' : ` (${seqVia[n].toFixed(3)} ms through Connect)`) +
         `, max rps at p99<=${P99_GOAL_MS}ms ${maxHolding(results[n]!)}` +
-        (cpu.length ? `, server cpu per read ${cpu.map((c) => c.toFixed(2)).join('/')} ms` : ''),
+        (cpu.length ? `, server cpu per read ${cpu.map((c) => c.toFixed(2)).join('/')} ms` : '') +
+        (rcpu.length ? `, redis cpu per read ${rcpu.map((c) => c.toFixed(2)).join('/')} ms` : ''),
     )
   }
   for (const [n, r] of Object.entries(overloadSteps)) {
