@@ -21,6 +21,24 @@ import { REDIS_HOST, uniqueName } from '../harness/env.ts'
 import { did, post, repost, timelineStoreBehaviour } from './behaviour.ts'
 import { deleteKeys, redisFactory } from './redis-factory.ts'
 
+/** A store of its own on the shared Redis, under a key prefix of this run, removed after `fn`. */
+async function withOwnStore(
+  tag: string,
+  fn: (store: RedisTimelineStore, client: Redis, prefix: string) => Promise<void>,
+): Promise<void> {
+  const nodes = parseRedisNodes(REDIS_HOST)
+  const client = createRedisClient({ nodes }) as Redis
+  await waitForRedis(client)
+  const prefix = `${uniqueName(tag)}:`
+  const store = new RedisTimelineStore(client, { prefix, timeoutMs: 5000 })
+  try {
+    await fn(store, client, prefix)
+  } finally {
+    await store.close()
+    await deleteKeys(nodes, false, prefix)
+  }
+}
+
 describe('RedisTimelineStore on one Redis', () => {
   const factory = redisFactory(() => parseRedisNodes(REDIS_HOST), false)
   afterAll(() => factory.cleanup())
@@ -143,25 +161,20 @@ describe('RedisTimelineStore on one Redis', () => {
   })
 
   it('passes over celebrity lists with nothing new enough for the page, and only those', async () => {
-    const nodes = parseRedisNodes(REDIS_HOST)
-    const client = createRedisClient({ nodes })
-    await waitForRedis(client)
-    const prefix = `${uniqueName('ophd')}:`
-    const store = new RedisTimelineStore(client, { prefix, timeoutMs: 5000 })
-    const heads = `${prefix}heads`
-    const listOf = (a: string) => `${prefix}a:{${a}}`
-    const at = (s: number) => new Date(Date.UTC(2024, 4, 1, 12, 0, s)).toISOString()
-    const [reader, old, fresh] = ['hdreader', 'hdold', 'hdfresh'].map((x) => did(x)) as [
-      string,
-      string,
-      string,
-    ]
-    const celebs = [old, fresh]
-    const home = async () => {
-      const read = await store.home(reader, celebs, { limit: 3 })
-      return { members: read.celebrities?.members.map((m) => decodeMember(m)), read }
-    }
-    try {
+    await withOwnStore('ophd', async (store, client, prefix) => {
+      const heads = `${prefix}heads`
+      const listOf = (a: string) => `${prefix}a:{${a}}`
+      const at = (s: number) => new Date(Date.UTC(2024, 4, 1, 12, 0, s)).toISOString()
+      const [reader, old, fresh] = ['hdreader', 'hdold', 'hdfresh'].map((x) => did(x)) as [
+        string,
+        string,
+        string,
+      ]
+      const celebs = [old, fresh]
+      const home = async () => {
+        const read = await store.home(reader, celebs, { limit: 3 })
+        return { members: read.celebrities?.members.map((m) => decodeMember(m)), read }
+      }
       // A full first page of the timeline ends at second 30: its floor.
       const followed = [40, 35, 30, 20].map((s) => post(did('hdfollowed'), at(s)))
       await store.materialise(reader, followed, { complete: true })
@@ -212,19 +225,11 @@ describe('RedisTimelineStore on one Redis', () => {
       await store.materialiseAuthor(old, [odd], { complete: true })
       expect(await client.hget(heads, listOf(old))).toBe('99999999999999')
       expect((await home()).members).toEqual([freshItem])
-    } finally {
-      await store.close()
-      await deleteKeys(nodes, false, prefix)
-    }
+    })
   })
 
   it("sends one turn's commands in one write and answers each", async () => {
-    const nodes = parseRedisNodes(REDIS_HOST)
-    const client = createRedisClient({ nodes })
-    await waitForRedis(client)
-    const prefix = `${uniqueName('optw')}:`
-    const store = new RedisTimelineStore(client, { prefix, timeoutMs: 5000 })
-    try {
+    await withOwnStore('optw', async (store, client) => {
       const readers = ['a', 'b', 'c'].map((x) => did(`turn${x}`))
       const items = readers.map((_, i) => [
         post(did('turnauthor'), `2024-05-0${i + 1}T00:00:00.000Z`),
@@ -232,7 +237,7 @@ describe('RedisTimelineStore on one Redis', () => {
       await Promise.all(readers.map((r, i) => store.materialise(r, items[i]!, { complete: true })))
       // Three reads started in one turn: held in the socket, nothing handed to the kernel yet.
       const reads = readers.map((r) => store.page(r, { limit: 10 }))
-      const { stream } = client as Redis
+      const { stream } = client
       expect(stream.writableCorked).toBe(1)
       expect(stream.writableLength).toBeGreaterThan(0)
       const pages = await Promise.all(reads)
@@ -240,9 +245,6 @@ describe('RedisTimelineStore on one Redis', () => {
       // Released when the turn ended; a later turn's read leaves and is answered too.
       expect(stream.writableCorked).toBe(0)
       expect((await store.page(readers[0]!, { limit: 10 }))?.items).toEqual(items[0])
-    } finally {
-      await store.close()
-      await deleteKeys(nodes, false, prefix)
-    }
+    })
   })
 })
