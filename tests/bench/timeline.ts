@@ -303,10 +303,6 @@ async function waitFor<T>(get: () => Promise<T> | undefined): Promise<T> {
   }
 }
 
-/**
- * A Redis the caller runs (BENCH_REDIS=host:port), kept after the run with its timelines, so
- * a rerun skips rebuilding them from Postgres. Only for iterating on our side.
- */
 /** Redis's own CPU so far (user and system), ms: what the reads cost it, step by step. */
 async function redisCpu(redis: Pick<RedisServer, 'cli'>): Promise<number> {
   const info = await redis.cli('INFO', 'cpu')
@@ -314,6 +310,10 @@ async function redisCpu(redis: Pick<RedisServer, 'cli'>): Promise<number> {
   return (field('used_cpu_user') + field('used_cpu_sys')) * 1000
 }
 
+/**
+ * A Redis the caller runs (BENCH_REDIS=host:port), kept after the run with its timelines, so
+ * a rerun skips rebuilding them from Postgres. Only for iterating on our side.
+ */
 export function keptRedis(at: string): Pick<RedisServer, 'host' | 'port' | 'cli' | 'dispose'> {
   const [host = '127.0.0.1', port = '6379'] = at.split(':')
   return {
