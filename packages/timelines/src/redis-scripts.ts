@@ -318,6 +318,20 @@ local function reply()
   out[#out] = nil
   return table.concat(out)
 end
+-- One list's part of the reply: sentinel, horizon, then its rows from index from on.
+-- Rows go into the reply's table one by one: joining them per list first would make (and hash)
+-- every member's bytes once more, and Redis spends much of a read making strings.
+local function put(s, low, rows, from)
+  local o = #out
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = s, '\\30', low, '\\30'
+  o = o + 4
+  for i = from, #rows do
+    out[o + 1], out[o + 2] = rows[i], '\\n'
+    o = o + 2
+  end
+  if #rows >= from then o = o - 1 end
+  out[o + 1] = '\\29'
+end
 local function read(k, min)
   local rows, s, from
   if first then
@@ -337,17 +351,7 @@ local function read(k, min)
       low = redis.call('ZRANGE', k, '0', '0')[1] or ''
     end
   end
-  -- Rows go into the reply's table one by one: joining them per list first would make (and
-  -- hash) every member's bytes once more, and Redis spends much of a read making strings.
-  local o = #out
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = s, '\\30', low, '\\30'
-  o = o + 4
-  for i = from, #rows do
-    out[o + 1], out[o + 2] = rows[i], '\\n'
-    o = o + 2
-  end
-  if #rows >= from then o = o - 1 end
-  out[o + 1] = '\\29'
+  put(s, low, rows, from)
   return rows, s, from
 end
 local rows, s, from = read(KEYS[1], '-')
@@ -364,7 +368,7 @@ if count > 0 and #rows - from + 1 >= count then
   end
   if full then min = '[' .. rows[from + count - 1] end
 end
-local heads, passed = ARGV[4], {}
+local heads, passed, NO_ROWS = ARGV[4], {}, {}
 local floor = min ~= '-' and heads ~= '' and #ARGV >= 5 and time_of(string.sub(min, 2))
 if floor then
   floor = tonumber(floor)
@@ -387,8 +391,7 @@ if floor then
 end
 for i = 5, #ARGV do
   if passed[i] then
-    local o = #out
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = READY, '\\30\\30', '', '', '\\29'
+    put(READY, '', NO_ROWS, 1)
   else
     read(ARGV[i], min)
   end
