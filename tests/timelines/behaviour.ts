@@ -359,16 +359,16 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       const store = await make({ targetLength: 6, authorTargetLength: 4 })
       const other = did('celebtwo')
       const composed = async (reader: string, celebs: string[], opts: PageOptions) => {
-        const [timeline, own] = await Promise.all([
-          store.page(reader, opts),
-          store.authorRecent([reader], opts),
-        ])
-        if (!timeline || !celebs.length) return { timeline, own, celebrities: undefined }
+        const timeline = await store.page(reader, opts)
+        if (!timeline || !celebs.length) {
+          return { timeline, own: await store.authorRecent([reader], opts), celebrities: undefined }
+        }
+        // With celebrities, the own list is read down to their floor too.
         const full = timeline.items.length === opts.limit
         const atLeast = full ? timeline.items.at(-1) : undefined
         return {
           timeline,
-          own,
+          own: await store.authorRecent([reader], { ...opts, atLeast }),
           celebrities: await store.authorRecent(celebs, { ...opts, atLeast }),
         }
       }
@@ -394,7 +394,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         celebrities: undefined,
       })
       const followed = Array.from({ length: 8 }, (_, i) => post(bob, iso(T0 + i * 10)))
-      const mine = Array.from({ length: 3 }, (_, i) => post(alice, iso(T0 + 5 + i * 10)))
+      const mine = Array.from({ length: 6 }, (_, i) => post(alice, iso(T0 + 5 + i * 10)))
       const starred = Array.from({ length: 6 }, (_, i) => post(celeb, iso(T0 + 3 + i * 13)))
       const theirs = Array.from({ length: 2 }, (_, i) => post(other, iso(T0 + 7 + i * 31)))
       // A bounded rebuild of 7 rows keeps 6 and a horizon; celeb's list keeps its newest 4.
@@ -409,8 +409,11 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       // A full timeline page: the celebrities read only down to its last item.
       const full = await same(alice, [celeb, other, celeb], { limit: 3 })
       expect(full.timeline).toEqual({ items: stockPage(followed, 3), complete: true })
-      expect(full.own).toEqual({ items: stockPage(mine, 3), complete: true, missing: [] })
       const floor = stockPage(followed, 3).at(-1)!
+      // The own list too: of its newest 3, only those at or above the floor.
+      const ownAbove = stockPage(mine, 3).filter((x) => stockOrder(x, floor) <= 0)
+      expect(ownAbove.length).toBe(1)
+      expect(full.own).toEqual({ items: ownAbove, complete: true, missing: [] })
       expect(full.celebrities).toEqual({
         items: stockPage([...starred, ...theirs], 3).filter((x) => stockOrder(x, floor) <= 0),
         complete: true,

@@ -18,14 +18,26 @@ export async function composeHome(
   celebrities: readonly string[],
   opts: PageOptions,
 ): Promise<HomeRead> {
-  const [timeline, own] = await Promise.all([
-    reads.page(reader, opts),
-    reads.authors([reader], opts),
-  ])
-  if (!timeline || !celebrities.length) return { timeline, own, celebrities: undefined }
+  if (!celebrities.length) {
+    const [timeline, own] = await Promise.all([
+      reads.page(reader, opts),
+      reads.authors([reader], opts),
+    ])
+    return { timeline, own, celebrities: undefined }
+  }
+  // With celebrities the own list is read after the timeline, with theirs, down to the same
+  // floor: a round trip either way.
+  const timeline = await reads.page(reader, opts)
+  if (!timeline) {
+    return { timeline, own: await reads.authors([reader], opts), celebrities: undefined }
+  }
   // A full timeline page ends at its last item: nothing older can make the merged page.
   const last = timeline.members.at(-1)
   const full = timeline.members.length === pageCount(opts.limit)
-  const atLeast = full && last !== undefined ? decodeMember(last) : undefined
-  return { timeline, own, celebrities: await reads.authors(celebrities, { ...opts, atLeast }) }
+  const floored = { ...opts, atLeast: full && last !== undefined ? decodeMember(last) : undefined }
+  const [own, followed] = await Promise.all([
+    reads.authors([reader], floored),
+    reads.authors(celebrities, floored),
+  ])
+  return { timeline, own, celebrities: followed }
 }

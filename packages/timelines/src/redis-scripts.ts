@@ -295,7 +295,9 @@ return out
  * \x1e, then up to count + 1 members from max down joined by '\n' (members hold none of these).
  * The celebrities' lists are read only when the timeline is materialised, and only down to the
  * timeline's count-th member when its first count members are items: nothing older can make the
- * merged page. A celebrity list whose head is timed below that floor is not read at all (one
+ * merged page. The reader's own list is read down to the same floor when there are celebrities
+ * (a page's merge admits no own item below count followed ones), and whole otherwise, as a
+ * Cluster store, composing the read, would need a round trip more to know the floor first. A celebrity list whose head is timed below that floor is not read at all (one
  * HMGET for all of them instead of a range each; most lists a page passes over end there) and
  * answers as materialised and empty, which is what its range would have held; only if every such
  * list still exists (the heads do not see keys Redis evicts or an operator deletes).
@@ -355,8 +357,10 @@ local function read(k, min)
   return rows, s, from
 end
 local rows, s, from = read(KEYS[1], '-')
-read(ARGV[3], '-')
-if s ~= READY and s ~= TRUNCATED then return reply() end
+if s ~= READY and s ~= TRUNCATED then
+  read(ARGV[3], '-')
+  return reply()
+end
 local min = '-'
 if count > 0 and #rows - from + 1 >= count then
   local full = true
@@ -368,6 +372,8 @@ if count > 0 and #rows - from + 1 >= count then
   end
   if full then min = '[' .. rows[from + count - 1] end
 end
+-- The own list down to the same floor when there are celebrities to read with it.
+read(ARGV[3], #ARGV >= 5 and min or '-')
 local heads, passed, NO_ROWS = ARGV[4], {}, {}
 local floor = min ~= '-' and heads ~= '' and #ARGV >= 5 and time_of(string.sub(min, 2))
 if floor then

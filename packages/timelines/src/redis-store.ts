@@ -169,15 +169,19 @@ export class RedisTimelineStore implements TimelineStore {
     )) as string
     const lists = reply.split(LIST_SEP).map((list) => homeList(list, count))
     const [tl, own] = lists as [Read, Read]
-    const ownPage = authorPage([own], [reader], count, undefined)
-    if (!tl.head.ready) return { timeline: null, own: ownPage, celebrities: undefined }
+    if (!tl.head.ready) {
+      return { timeline: null, own: authorPage([own], [reader], count), celebrities: undefined }
+    }
     const timeline = mergeSlices([tl.slice], count)
-    if (!authors.length) return { timeline, own: ownPage, celebrities: undefined }
-    // The script read the celebrities down to the timeline's last item when the page was full.
+    if (!authors.length) {
+      return { timeline, own: authorPage([own], [reader], count), celebrities: undefined }
+    }
+    // The script read the celebrities and the own list down to the timeline's last item when
+    // the page was full.
     const floor = timeline.members.length === count ? timeline.members[count - 1] : undefined
     return {
       timeline,
-      own: ownPage,
+      own: authorPage([own], [reader], count, floor),
       celebrities: authorPage(lists.slice(2), authors, count, floor),
     }
   }
@@ -645,7 +649,7 @@ function authorPage(
   read: readonly Read[],
   authors: readonly string[],
   count: number,
-  floor: string | undefined,
+  floor?: string,
 ): AuthorMembers {
   const slices: Slice[] = []
   const missing: string[] = []

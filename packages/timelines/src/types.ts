@@ -65,7 +65,11 @@ export interface AuthorMembers extends MemberPage {
 export interface HomeRead {
   /** The reader's timeline, as `page` gives it; null when not materialised. */
   timeline: MemberPage | null
-  /** The reader's own recent items, as `authorRecent([reader])` gives them. */
+  /**
+   * The reader's own recent items, as `authorRecent([reader])` gives them; with celebrities to
+   * read and a materialised timeline, down to the same floor as theirs (a page's merge admits no
+   * own item below `limit` followed ones).
+   */
   own: AuthorMembers
   /**
    * The followed celebrities' items, as `authorRecent` gives them down to the timeline page's
