@@ -8,6 +8,7 @@
 //
 //   BENCH_CALLS   calls per measurement (default 5000)
 import { fork } from 'node:child_process'
+import http from 'node:http'
 import http2 from 'node:http2'
 import net from 'node:net'
 import { performance } from 'node:perf_hooks'
@@ -66,7 +67,24 @@ function serve(): void {
       stream.end(answer)
     })
   })
-  server.listen(0, '127.0.0.1', () => process.send!((server.address() as net.AddressInfo).port))
+  // The same answer over HTTP/1.1 (gRPC's trailers after a chunked body), kept-alive.
+  const h1 = http.createServer((req, res) => {
+    req.on('data', () => {})
+    req.once('end', () => {
+      res.writeHead(200, { 'content-type': 'application/grpc', trailer: 'grpc-status' })
+      res.addTrailers({ 'grpc-status': '0' })
+      res.end(answer)
+    })
+  })
+  h1.keepAliveTimeout = 60_000
+  server.listen(0, '127.0.0.1', () =>
+    h1.listen(0, '127.0.0.1', () =>
+      process.send!([
+        (server.address() as net.AddressInfo).port,
+        (h1.address() as net.AddressInfo).port,
+      ]),
+    ),
+  )
   process.on('message', () => {
     const u = process.cpuUsage()
     process.send!(u.user + u.system)
@@ -107,7 +125,9 @@ async function main(): Promise<void> {
   await pool.end()
 
   const child = fork(import.meta.filename, ['serve'])
-  const port = await new Promise<number>((r) => child.once('message', (m) => r(Number(m))))
+  const [port, h1Port] = await new Promise<number[]>((r) =>
+    child.once('message', (m) => r(m as number[])),
+  )
   const serverCpu = () =>
     new Promise<number>((r) => {
       child.once('message', (m) => r(Number(m)))
@@ -135,6 +155,31 @@ async function main(): Promise<void> {
     await measure(call, 16, serverCpu),
   )
   session.close()
+
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
+  const h1call: Call = () =>
+    new Promise((resolve, reject) => {
+      const req = http.request({
+        host: '127.0.0.1',
+        port: h1Port,
+        method: 'POST',
+        path: '/bsky.Service/GetTimeline',
+        agent,
+        headers: { 'content-type': 'application/grpc', te: 'trailers' },
+      })
+      req.on('response', (res) => {
+        res.on('data', () => {})
+        res.on('end', resolve)
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+  report(
+    'node:http HTTP/1.1 call, kept alive, 4 KB answer (server process cpu)',
+    await measure(h1call, 1, serverCpu),
+    await measure(h1call, 16, serverCpu),
+  )
+  agent.destroy()
   child.kill()
 }
 
