@@ -1,5 +1,5 @@
 // The pure pieces: the lossy rule, the page merge (against the server's mergeTimeline), the
-// member encoding and the stock cursor.
+// slices' merge, the member encoding and the stock cursor.
 import { describe, expect, it } from 'vitest'
 import {
   cursorOf,
@@ -16,6 +16,7 @@ import {
 } from '@openplane/timelines'
 import { mergeTimeline } from '../../packages/server/src/routes/util/timeline-sql.ts'
 import { encodeTimeKey } from '../../packages/server/src/routes/util/pagination.ts'
+import { mergeSlices } from '../../packages/timelines/src/slices.ts'
 import { did, post, randomCid, repost, stockPage } from './behaviour.ts'
 
 describe('lossyKeep', () => {
@@ -164,5 +165,22 @@ describe('members and cursors', () => {
     expect(itemFromFeedRow(feedRowFromItem(x))).toEqual(x)
     const p = post(did('a'), '2024-05-01T12:00:00.000Z')
     expect(itemFromFeedRow(feedRowFromItem(p))).toEqual(p)
+  })
+})
+
+describe('mergeSlices', () => {
+  it('gives the newest members of many slices, each once, as sorting them all would', () => {
+    const rand = seededRandom(5)
+    const pool = Array.from({ length: 40 }, (_, i) => `m${String(i).padStart(3, '0')}`)
+    for (let round = 0; round < 500; round++) {
+      // Slices drawn from one pool, so members repeat across them; some empty, some alone.
+      const slices = Array.from({ length: Math.floor(rand() * 6) }, () => ({
+        members: pool.filter(() => rand() < 0.3).reverse(),
+        ghost: undefined,
+      }))
+      const limit = Math.floor(rand() * 30)
+      const all = [...new Set(slices.flatMap((s) => s.members))].sort().reverse()
+      expect(mergeSlices(slices, limit).members).toEqual(all.slice(0, limit))
+    }
   })
 })

@@ -62,6 +62,9 @@ import {
   type TimelineStoreOptions,
 } from './types.ts'
 
+/** Celebrity keys kept made (about 100 bytes each); far more than a network's celebrities. */
+const CELEBRITY_KEYS_CACHED = 10_000
+
 export interface RedisTimelineStoreOptions extends TimelineStoreOptions {
   /** Key prefix (no braces: they would change the hash tag). */
   prefix?: string
@@ -92,6 +95,12 @@ export class RedisTimelineStore implements TimelineStore {
    * several nodes and its home reads are composed list by list, which the heads would not speed.
    */
   readonly #heads: string
+  /**
+   * Celebrities' list keys as home reads name them: every read names a few dozen of the same
+   * accounts, so their keys are made (and checked) once, not on every read. Bounded: emptied
+   * when it reaches CELEBRITY_KEYS_CACHED.
+   */
+  readonly #celebrityKeys = new Map<string, string>()
 
   /** Takes ownership of `client` (see createRedisClient): `close()` quits it. */
   constructor(client: RedisClient, opts: RedisTimelineStoreOptions = {}) {
@@ -162,7 +171,7 @@ export class RedisTimelineStore implements TimelineStore {
       lexMax(opts.before),
       this.#author(reader),
       this.#heads,
-      ...authors.map((a) => this.#author(a)),
+      ...authors.map((a) => this.#celebrityKey(a)),
     ]
     const reply = (await this.#op('home', () =>
       this.#eval(HOME, [this.#timeline(reader)], args),
@@ -400,6 +409,16 @@ export class RedisTimelineStore implements TimelineStore {
 
   #author(author: string): string {
     return `${this.#prefix}a:{${checkDid(author)}}`
+  }
+
+  #celebrityKey(author: string): string {
+    let key = this.#celebrityKeys.get(author)
+    if (key === undefined) {
+      key = this.#author(author)
+      if (this.#celebrityKeys.size >= CELEBRITY_KEYS_CACHED) this.#celebrityKeys.clear()
+      this.#celebrityKeys.set(author, key)
+    }
+    return key
   }
 
   #active(): string {

@@ -9,9 +9,6 @@ export interface Slice {
   ghost: string | undefined
 }
 
-/** Members descending, as Redis orders them (byte order; members are ASCII). */
-export const descending = (a: string, b: string): number => (a < b ? 1 : a > b ? -1 : 0)
-
 /** `rows` come from a descending range that asked for `count + 1` rows (room for the ghost). */
 export function sliceOf(rows: readonly string[], count: number, ghost: string | undefined): Slice {
   const members: string[] = []
@@ -32,9 +29,7 @@ export function mergeSlices(
   limit: number,
   floor?: string,
 ): { members: string[]; complete: boolean } {
-  const all = slices.length === 1 ? slices[0]!.members : slices.flatMap((s) => s.members)
-  const sorted = slices.length === 1 ? all : [...new Set(all)].sort(descending)
-  const members = sorted.slice(0, limit)
+  const members = newest(slices, limit)
   const last = members.at(-1)
   const complete = slices.every(
     (s) =>
@@ -45,4 +40,34 @@ export function mergeSlices(
       (members.length === limit && last !== undefined && last > s.ghost),
   )
   return { members, complete }
+}
+
+/**
+ * The newest `limit` members of descending slices, a member in several once: a merge of their
+ * heads, not a sort of all of them (a celebrity merge reads a few dozen lists, most of them
+ * empty, for a page of one).
+ */
+function newest(slices: readonly Slice[], limit: number): string[] {
+  const lists: (readonly string[])[] = []
+  for (const s of slices) if (s.members.length) lists.push(s.members)
+  if (lists.length <= 1) return (lists[0] ?? []).slice(0, Math.max(limit, 0))
+  const at = new Array<number>(lists.length).fill(0)
+  const out: string[] = []
+  let last: string | undefined
+  while (out.length < limit) {
+    let best = -1
+    let top: string | undefined
+    for (let i = 0; i < lists.length; i++) {
+      const m = lists[i]![at[i]!]
+      if (m !== undefined && (top === undefined || m > top)) {
+        top = m
+        best = i
+      }
+    }
+    if (top === undefined) break
+    at[best]!++
+    if (top !== last) out.push(top)
+    last = top
+  }
+  return out
 }
