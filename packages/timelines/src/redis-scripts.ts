@@ -296,11 +296,12 @@ return out
  * The celebrities' lists are read only when the timeline is materialised, and only down to the
  * timeline's count-th member when its first count members are items: nothing older can make the
  * merged page. The reader's own list is read down to the same floor when there are celebrities
- * (a page's merge admits no own item below count followed ones), and whole otherwise, as a
- * Cluster store, composing the read, would need a round trip more to know the floor first. A celebrity list whose head is timed below that floor is not read at all (one
- * HMGET for all of them instead of a range each; most lists a page passes over end there) and
- * answers as materialised and empty, which is what its range would have held; only if every such
- * list still exists (the heads do not see keys Redis evicts or an operator deletes).
+ * (a page's merge admits no own item below count followed ones), and whole otherwise: a Cluster
+ * store, composing the read, would need a round trip more to know the floor first. A celebrity
+ * list whose head is timed below that floor is not read at all (one HMGET for all of them
+ * instead of a range each; most lists a page passes over end there) and answers as materialised
+ * and empty, which is what its range would have held; only if every such list still exists (the
+ * heads do not see keys Redis evicts or an operator deletes).
  *
  * The horizon is the list's ghost when it has one and it can matter, else ''. A first page (max
  * is the top) reads each list in one range from '+', the sentinel included; its ghost is then in
