@@ -358,12 +358,9 @@ local function read(k, min)
   return rows, s, from
 end
 local rows, s, from = read(KEYS[1], '-')
-if s ~= READY and s ~= TRUNCATED then
-  read(ARGV[3], '-')
-  return reply()
-end
+local ready = s == READY or s == TRUNCATED
 local min = '-'
-if count > 0 and #rows - from + 1 >= count then
+if ready and count > 0 and #rows - from + 1 >= count then
   local full = true
   for i = from, from + count - 1 do
     if is_ghost(rows[i]) then
@@ -375,6 +372,7 @@ if count > 0 and #rows - from + 1 >= count then
 end
 -- The own list down to the same floor when there are celebrities to read with it.
 read(ARGV[3], #ARGV >= 5 and min or '-')
+if not ready then return reply() end
 local heads, passed, NO_ROWS = ARGV[4], {}, {}
 local floor = min ~= '-' and heads ~= '' and #ARGV >= 5 and time_of(string.sub(min, 2))
 if floor then

@@ -178,19 +178,16 @@ export class RedisTimelineStore implements TimelineStore {
     )) as string
     const lists = reply.split(LIST_SEP).map((list) => homeList(list, count))
     const [tl, own] = lists as [Read, Read]
-    if (!tl.head.ready) {
-      return { timeline: null, own: authorPage([own], [reader], count), celebrities: undefined }
-    }
-    const timeline = mergeSlices([tl.slice], count)
-    if (!authors.length) {
-      return { timeline, own: authorPage([own], [reader], count), celebrities: undefined }
-    }
+    const timeline = tl.head.ready ? mergeSlices([tl.slice], count) : null
     // The script read the celebrities and the own list down to the timeline's last item when
-    // the page was full.
-    const floor = timeline.members.length === count ? timeline.members[count - 1] : undefined
+    // there were celebrities and the page was full.
+    const full = timeline !== null && authors.length > 0 && timeline.members.length === count
+    const floor = full ? timeline.members[count - 1] : undefined
+    const ownPage = authorPage([own], [reader], count, floor)
+    if (!timeline || !authors.length) return { timeline, own: ownPage, celebrities: undefined }
     return {
       timeline,
-      own: authorPage([own], [reader], count, floor),
+      own: ownPage,
       celebrities: authorPage(lists.slice(2), authors, count, floor),
     }
   }
