@@ -25,6 +25,8 @@ import { performance } from 'node:perf_hooks'
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { createServiceJwt } from '@atproto/xrpc-server'
 import { readUserbaseParams } from '@openplane/sim'
+import pg from 'pg'
+import { PG_URL } from '../harness/env.ts'
 import { PlcStub, SimKeys } from '../../packages/sim/src/emit/index.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer } from '../harness/redis-cluster.ts'
@@ -114,7 +116,7 @@ interface Side {
   seq: number
   steps: StepResult[]
   /** CPU ms per page over sequential pages: the dataplane process, Postgres, the AppView. */
-  cost?: { dataplane: number; postgres: number; appview: number }
+  cost?: { dataplane: number; postgres: number; appview: number; statements: number }
 }
 
 const COST_PAGES = 200
@@ -130,11 +132,38 @@ async function pageCost(
     postgres: cpuByName('postgres'),
     appview: processCpu(appviewPid),
   })
+  const xactsBefore = await transactions()
   const a = at()
   await gen.sequential(COST_PAGES)
   const b = at()
+  const xacts = (await transactions()) - xactsBefore - 1
   const per = (k: keyof typeof a) => ((b[k] - a[k]) * 1000) / COST_PAGES
-  return { dataplane: per('dataplane'), postgres: per('postgres'), appview: per('appview') }
+  return {
+    dataplane: per('dataplane'),
+    postgres: per('postgres'),
+    appview: per('appview'),
+    statements: xacts / COST_PAGES,
+  }
+}
+
+/**
+ * Transactions the database has finished. Each read of a dataplane runs as a transaction of
+ * its own, so over sequential pages (nothing else using the database) the difference is the
+ * statements they ran. An idle backend that reported less than a second ago reports again
+ * only after ten seconds idle: wait that out before reading.
+ */
+async function transactions(): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, 11_000))
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
+    )
+    return Number(rows[0]?.n ?? 0)
+  } finally {
+    await client.end()
+  }
 }
 
 async function measure(name: string, gen: LoadGenerator, viewers: number): Promise<Side> {
@@ -281,7 +310,8 @@ async function main(): Promise<void> {
     if (c) {
       console.log(
         `${n}: CPU per page ${(c.dataplane + c.postgres + c.appview).toFixed(2)} ms: dataplane ` +
-          `${c.dataplane.toFixed(2)}, Postgres ${c.postgres.toFixed(2)}, AppView ${c.appview.toFixed(2)}`,
+          `${c.dataplane.toFixed(2)}, Postgres ${c.postgres.toFixed(2)}, AppView ${c.appview.toFixed(2)}; ` +
+          `Postgres statements per page ${c.statements.toFixed(2)}`,
       )
     }
   }

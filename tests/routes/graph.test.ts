@@ -2,6 +2,7 @@
 // reposts, quotes, relationships, blocks, known followers/likers, starter packs) and the private
 // stash-keyed ones (bookmarks, activity subscriptions): pagination walks with cursors included.
 import type { SeedClient, TestNetwork } from '@atproto/dev-env'
+import { registry } from '@openplane/telemetry'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startOurServer, type OurServer } from '../harness/ours.ts'
 import { createUser, seedBasic } from '../harness/seed.ts'
@@ -188,6 +189,85 @@ describe('graph and interaction routes', () => {
       })
     }
     await diff.same('getBookmarksByActorAndSubjects', { actorDid: alice, uris: [] })
+  })
+
+  it('viewer state and labels asked at once, as for a page: answers unchanged, fewer statements', async () => {
+    const client = net.clientFor(ours.server.url)
+    const refs = [...posts, 'at://did:plc:x/app.bsky.feed.post/missing', posts[0]!].map((uri) => ({
+      uri,
+    }))
+    const uris = refs.map((ref) => ref.uri)
+    // Thread mutes, as bsync's subscription writes them (the schema is shared with the stock's).
+    const mutes = [posts[0]!, posts[2]!].map((rootUri) => ({
+      mutedByDid: alice,
+      rootUri,
+      createdAt: new Date().toISOString(),
+    }))
+    await ours.db.db.insertInto('thread_mute').values(mutes).execute()
+    try {
+      const labelled = await ours.db.db.selectFrom('label').select(['uri', 'src']).execute()
+      const issuers = [...new Set([...labelled.map((l) => l.src), alice])]
+      const asks: { method: string; req: object }[] = [...dids, MISSING_DID].flatMap((actorDid) => [
+        { method: 'getLikesByActorAndSubjects', req: { actorDid, refs } },
+        { method: 'getRepostsByActorAndSubjects', req: { actorDid, refs } },
+        { method: 'getBookmarksByActorAndSubjects', req: { actorDid, uris } },
+        { method: 'getThreadMutesOnSubjects', req: { actorDid, threadRoots: uris } },
+        // The same kind twice for one viewer, on other subjects.
+        { method: 'getLikesByActorAndSubjects', req: { actorDid, refs: refs.slice(1, 3) } },
+      ])
+      asks.push(
+        { method: 'getLabels', req: { subjects: [...dids, ...uris], issuers } },
+        { method: 'getLabels', req: { subjects: uris.slice(0, 2), issuers } },
+        { method: 'getLabels', req: { subjects: dids, issuers: [alice] } },
+      )
+      const counts = async () => {
+        const [reads, statements] = await Promise.all(
+          [
+            'openplane_dataplane_batched_reads_total',
+            'openplane_dataplane_batch_statements_total',
+          ].map(async (name) => {
+            const metric = registry.getSingleMetric(name)
+            const values = metric ? (await metric.get()).values : []
+            return values.reduce((sum, v) => sum + v.value, 0)
+          }),
+        )
+        return { reads: reads ?? 0, statements: statements ?? 0 }
+      }
+      const before = await counts()
+      const call = (c: typeof client, method: string, req: unknown) =>
+        (c as unknown as Record<string, (r: unknown) => Promise<{ toJson(): unknown }>>)[
+          method
+        ]!.call(c, req)
+      // All of ours at once (one turn), the stock's one by one.
+      const answers = await Promise.all(asks.map(({ method, req }) => call(client, method, req)))
+      const after = await counts()
+      for (const [i, { method, req }] of asks.entries()) {
+        const stock = await call(net.stock, method, req)
+        expect(answers[i]!.toJson(), `${method} ${JSON.stringify(req)}`).toEqual(stock.toJson())
+      }
+      expect(after.reads - before.reads).toBe(asks.length)
+      // At best one statement a viewer and one a set of labelers, if all arrived in one turn;
+      // without batching, one a read.
+      const statements = after.statements - before.statements
+      expect(statements).toBeGreaterThanOrEqual(dids.length + 1 + 1)
+      expect(statements).toBeLessThan(asks.length / 2)
+      const muted = answers.some(
+        (a, i) =>
+          asks[i]!.method === 'getThreadMutesOnSubjects' &&
+          (a.toJson() as { muted?: boolean[] }).muted?.some(Boolean),
+      )
+      expect(muted).toBe(true)
+    } finally {
+      await ours.db.db
+        .deleteFrom('thread_mute')
+        .where('mutedByDid', '=', alice)
+        .where(
+          'rootUri',
+          'in',
+          mutes.map((m) => m.rootUri),
+        )
+        .execute()
+    }
   })
 
   it('GetActivitySubscriptionDids, GetActivitySubscriptionsByActorAndSubjects', async () => {

@@ -5,7 +5,7 @@ import type { RouteContext, Routes } from './context.ts'
 import { decodeKeyCursor, keyDesc } from './util/keyset.ts'
 import { pageSize } from './util/stock-cursors.ts'
 import { page } from './util/pagination.ts'
-import { anyOf } from './util/any-of.ts'
+import { viewerRows } from './util/viewer-state.ts'
 
 const BOOKMARK_NAMESPACE = 'app.bsky.bookmark.defs#bookmark'
 
@@ -26,21 +26,15 @@ export default (ctx: RouteContext): Routes => ({
   async getBookmarksByActorAndSubjects(req) {
     const { actorDid, uris } = req
     if (uris.length === 0) return { bookmarks: [] }
-    const rows = await ctx.db
-      .selectFrom('bookmark')
-      .where('creator', '=', actorDid)
-      .where('subjectUri', '=', anyOf([...new Set(uris)]))
-      .select(['key', 'subjectUri', 'subjectCid', 'indexedAt'])
-      .execute()
-    const byUri = new Map(rows.map((row) => [row.subjectUri, row]))
+    const byUri = await viewerRows(ctx.db, actorDid, 'bookmark', uris)
     const bookmarks = uris.map((uri) => {
       const row = byUri.get(uri)
       if (!row) return { subjectUri: '', subjectCid: '' }
       return {
-        ref: { actorDid, namespace: BOOKMARK_NAMESPACE, key: row.key },
-        subjectUri: row.subjectUri,
-        subjectCid: row.subjectCid,
-        indexedAt: Timestamp.fromDate(new Date(row.indexedAt)),
+        ref: { actorDid, namespace: BOOKMARK_NAMESPACE, key: row.value ?? '' },
+        subjectUri: row.subject,
+        subjectCid: row.cid ?? '',
+        indexedAt: Timestamp.fromDate(new Date(row.indexedAt ?? '')),
       }
     })
     return { bookmarks }

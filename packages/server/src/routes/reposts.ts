@@ -4,7 +4,7 @@ import type { RouteContext, Routes } from './context.ts'
 import { timeKeyDesc } from './util/keyset.ts'
 import { pageSize } from './util/stock-cursors.ts'
 import { decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
-import { anyOf } from './util/any-of.ts'
+import { viewerRows } from './util/viewer-state.ts'
 
 export default (ctx: RouteContext): Routes => ({
   async getRepostsBySubject(req) {
@@ -27,15 +27,9 @@ export default (ctx: RouteContext): Routes => ({
 
   async getRepostsByActorAndSubjects(req) {
     if (req.refs.length === 0) return { uris: [] }
-    const subjects = [...new Set(req.refs.map((ref) => ref.uri))]
-    const rows = await ctx.db
-      .selectFrom('repost')
-      .where('creator', '=', req.actorDid)
-      .where('subject', '=', anyOf(subjects))
-      .select(['uri', 'subject'])
-      .execute()
-    const bySubject = new Map(rows.map((row) => [row.subject, row.uri]))
-    return { uris: req.refs.map((ref) => bySubject.get(ref.uri) ?? '') }
+    const subjects = req.refs.map((ref) => ref.uri)
+    const bySubject = await viewerRows(ctx.db, req.actorDid, 'repost', subjects)
+    return { uris: subjects.map((uri) => bySubject.get(uri)?.value ?? '') }
   },
 
   async getActorReposts(req) {

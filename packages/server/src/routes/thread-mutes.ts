@@ -14,7 +14,7 @@
 import { Code, ConnectError } from '@connectrpc/connect'
 import type { RouteContext, Routes } from './context.ts'
 import { isDid, parseAtUri } from './util/at-uri.ts'
-import { anyOf } from './util/any-of.ts'
+import { viewerRows } from './util/viewer-state.ts'
 
 const POST_COLLECTION = 'app.bsky.feed.post'
 
@@ -22,13 +22,7 @@ export default (ctx: RouteContext): Routes => ({
   // Aligned with the request: whether the actor muted each thread root.
   async getThreadMutesOnSubjects(req) {
     if (req.threadRoots.length === 0) return { muted: [] }
-    const rows = await ctx.db
-      .selectFrom('thread_mute')
-      .where('mutedByDid', '=', req.actorDid)
-      .where('rootUri', '=', anyOf(req.threadRoots))
-      .select('rootUri')
-      .execute()
-    const muted = new Set(rows.map((r) => r.rootUri))
+    const muted = await viewerRows(ctx.db, req.actorDid, 'threadMute', req.threadRoots)
     return { muted: req.threadRoots.map((uri) => muted.has(uri)) }
   },
 
