@@ -378,6 +378,9 @@ export async function spawnOurs(
     },
     `http://127.0.0.1:${port}`,
     '/_health',
+    undefined,
+    // The indexer's process loads the 5.36M-follow graph before it listens (47 s on one host).
+    300_000,
   )
   // A server without the indexer serves from Postgres until its graph is loaded.
   for (let i = 0; !indexer; i++) {

@@ -109,6 +109,8 @@ describe('several server processes on one machine', () => {
     expect((await health(urls[0]!)).dependencies.sources).toHaveLength(1)
     await until(async () => (await health(urls[1]!)).dependencies.graphFeed?.ok === true)
     expect((await health(urls[1]!)).dependencies.sources ?? []).toHaveLength(0)
+    // The indexer's process began the feed's chain (its client was connected when it did).
+    expect(supervisor.output()).not.toMatch(/graph feed (unreadable at start|append failed)/)
     expect(supervisor.output()).toMatch(/list every url in BSKY_DATAPLANE_URLS/)
 
     // The second dies: the supervisor starts it again on its port.

@@ -31,6 +31,8 @@ export async function spawnReady(
   readyPath: string,
   /** Whether a response means ready (default: a 2xx). */
   isReady: (res: Response) => boolean = (res) => res.ok,
+  /** How long it may take; a dataplane loading a large graph takes most of a minute. */
+  readyWithinMs = 60_000,
 ): Promise<Child> {
   const proc = spawn(process.execPath, args, {
     cwd: root,
@@ -41,7 +43,7 @@ export async function spawnReady(
   proc.stdout!.on('data', (d) => (out += d))
   proc.stderr!.on('data', (d) => (out += d))
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)))
-  const deadline = Date.now() + 60_000
+  const deadline = Date.now() + readyWithinMs
   for (;;) {
     if (proc.exitCode !== null)
       throw new Error(`${args.join(' ')} exited ${proc.exitCode}:\n${out}`)

@@ -245,6 +245,9 @@ async function startFanOut(config: Config, db: Db, reads: Db) {
   // Servers without the indexer follow the graph through this feed.
   const feedClient = tl.store === 'redis' ? redisClient(config) : undefined
   const feed = feedClient ? new GraphFeedWriter(feedClient, feedOptions(config)) : undefined
+  // The client queues nothing while it connects: opening the feed before it is ready failed
+  // the chain's first entry, which made every other server reload its graph at the first change.
+  if (feedClient) await waitForRedis(feedClient, 5000).catch(() => undefined)
   await feed?.open()
   const fanout = new FanOut(graph, home, source, {
     lossyFollowLimit: tl.lossyFollowLimit,
