@@ -116,7 +116,15 @@ interface Side {
   seq: number
   steps: StepResult[]
   /** CPU ms per page over sequential pages: the dataplane process, Postgres, the AppView. */
-  cost?: { dataplane: number; postgres: number; appview: number; statements: number }
+  cost?: {
+    dataplane: number
+    postgres: number
+    appview: number
+    statements: number
+    /** Rows Postgres read (returned by scans and fetched by index) and buffers it hit, per page. */
+    rows: number
+    buffers: number
+  }
 }
 
 const COST_PAGES = 200
@@ -132,35 +140,40 @@ async function pageCost(
     postgres: cpuByName('postgres'),
     appview: processCpu(appviewPid),
   })
-  const xactsBefore = await transactions()
+  const before = await databaseStats()
   const a = at()
   await gen.sequential(COST_PAGES)
   const b = at()
-  const xacts = (await transactions()) - xactsBefore - 1
+  const after = await databaseStats()
   const per = (k: keyof typeof a) => ((b[k] - a[k]) * 1000) / COST_PAGES
   return {
     dataplane: per('dataplane'),
     postgres: per('postgres'),
     appview: per('appview'),
-    statements: xacts / COST_PAGES,
+    // Less the statement that read the counters the first time.
+    statements: (after.xacts - before.xacts - 1) / COST_PAGES,
+    rows: (after.rows - before.rows) / COST_PAGES,
+    buffers: (after.buffers - before.buffers) / COST_PAGES,
   }
 }
 
 /**
- * Transactions the database has finished. Each read of a dataplane runs as a transaction of
- * its own, so over sequential pages (nothing else using the database) the difference is the
- * statements they ran. An idle backend that reported less than a second ago reports again
+ * The database's counters: transactions finished, rows read, buffers hit. Each read of a
+ * dataplane runs as a transaction of its own, so over sequential pages (nothing else using the
+ * database) the difference in transactions is the statements they ran. An idle backend that reported less than a second ago reports again
  * only after ten seconds idle: wait that out before reading.
  */
-async function transactions(): Promise<number> {
+async function databaseStats(): Promise<{ xacts: number; rows: number; buffers: number }> {
   await new Promise((resolve) => setTimeout(resolve, 11_000))
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
   try {
-    const { rows } = await client.query<{ n: string }>(
-      'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
+    const { rows } = await client.query<{ xacts: string; rows: string; buffers: string }>(
+      `select xact_commit + xact_rollback as xacts, tup_returned + tup_fetched as rows,
+        blks_hit + blks_read as buffers from pg_stat_database where datname = current_database()`,
     )
-    return Number(rows[0]?.n ?? 0)
+    const row = rows[0]
+    return { xacts: Number(row?.xacts), rows: Number(row?.rows), buffers: Number(row?.buffers) }
   } finally {
     await client.end()
   }
@@ -311,7 +324,8 @@ async function main(): Promise<void> {
       console.log(
         `${n}: CPU per page ${(c.dataplane + c.postgres + c.appview).toFixed(2)} ms: dataplane ` +
           `${c.dataplane.toFixed(2)}, Postgres ${c.postgres.toFixed(2)}, AppView ${c.appview.toFixed(2)}; ` +
-          `Postgres statements per page ${c.statements.toFixed(2)}`,
+          `Postgres statements per page ${c.statements.toFixed(2)}, rows read ${c.rows.toFixed(0)}, ` +
+          `buffers ${c.buffers.toFixed(0)}`,
       )
     }
   }
