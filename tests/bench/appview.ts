@@ -31,7 +31,7 @@ import { PlcStub, SimKeys } from '../../packages/sim/src/emit/index.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
-import { cpuByName, processCpu } from './proc.ts'
+import { contextSwitchesByName, cpuByName, processCpu } from './proc.ts'
 import { summarise } from './profile-summary.ts'
 import { startGenerator, type LoadGenerator, type StepResult } from './load-generator.ts'
 import {
@@ -124,6 +124,8 @@ interface Side {
     /** Rows Postgres read (returned by scans and fetched by index) and buffers it hit, per page. */
     rows: number
     buffers: number
+    /** Context switches of Postgres's processes per page: each wake-up of a backend is one. */
+    switches: number
   }
 }
 
@@ -139,13 +141,14 @@ async function pageCost(
     dataplane: processCpu(dataplanePid),
     postgres: cpuByName('postgres'),
     appview: processCpu(appviewPid),
+    switches: contextSwitchesByName('postgres'),
   })
   const before = await databaseStats()
   const a = at()
   await gen.sequential(COST_PAGES)
   const b = at()
   const after = await databaseStats()
-  const per = (k: keyof typeof a) => ((b[k] - a[k]) * 1000) / COST_PAGES
+  const per = (k: 'dataplane' | 'postgres' | 'appview') => ((b[k] - a[k]) * 1000) / COST_PAGES
   return {
     dataplane: per('dataplane'),
     postgres: per('postgres'),
@@ -154,6 +157,7 @@ async function pageCost(
     statements: (after.xacts - before.xacts - 1) / COST_PAGES,
     rows: (after.rows - before.rows) / COST_PAGES,
     buffers: (after.buffers - before.buffers) / COST_PAGES,
+    switches: (b.switches - a.switches) / COST_PAGES,
   }
 }
 
@@ -325,7 +329,7 @@ async function main(): Promise<void> {
         `${n}: CPU per page ${(c.dataplane + c.postgres + c.appview).toFixed(2)} ms: dataplane ` +
           `${c.dataplane.toFixed(2)}, Postgres ${c.postgres.toFixed(2)}, AppView ${c.appview.toFixed(2)}; ` +
           `Postgres statements per page ${c.statements.toFixed(2)}, rows read ${c.rows.toFixed(0)}, ` +
-          `buffers ${c.buffers.toFixed(0)}`,
+          `buffers ${c.buffers.toFixed(0)}, Postgres context switches ${c.switches.toFixed(1)}`,
       )
     }
   }

@@ -46,6 +46,24 @@ export function cpuByName(name: string): number {
   return total
 }
 
+/** Context switches (voluntary and not) of every process with this command name. */
+export function contextSwitchesByName(name: string): number {
+  let total = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+      if (/^Name:\s+(.*)$/m.exec(status)?.[1] !== name) continue
+      for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) {
+        total += Number(m[1])
+      }
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return total
+}
+
 /** Resident set size of a process, in bytes. */
 export function rss(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
