@@ -31,7 +31,7 @@ import { PlcStub, SimKeys } from '../../packages/sim/src/emit/index.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
-import { contextSwitchesByName, cpuByName, processCpu } from './proc.ts'
+import { contextSwitchesByName, cpuByName, minorFaultsByName, processCpu } from './proc.ts'
 import { summarise } from './profile-summary.ts'
 import { startGenerator, type LoadGenerator, type StepResult } from './load-generator.ts'
 import {
@@ -126,6 +126,9 @@ interface Side {
     buffers: number
     /** Context switches of Postgres's processes per page: each wake-up of a backend is one. */
     switches: number
+    /** Minor page faults of Postgres's processes per page: a backend maps each shared buffer
+     * on its first touch. */
+    faults: number
   }
 }
 
@@ -142,6 +145,7 @@ async function pageCost(
     postgres: cpuByName('postgres'),
     appview: processCpu(appviewPid),
     switches: contextSwitchesByName('postgres'),
+    faults: minorFaultsByName('postgres'),
   })
   const before = await databaseStats()
   const a = at()
@@ -158,6 +162,7 @@ async function pageCost(
     rows: (after.rows - before.rows) / COST_PAGES,
     buffers: (after.buffers - before.buffers) / COST_PAGES,
     switches: (b.switches - a.switches) / COST_PAGES,
+    faults: (b.faults - a.faults) / COST_PAGES,
   }
 }
 
@@ -329,7 +334,8 @@ async function main(): Promise<void> {
         `${n}: CPU per page ${(c.dataplane + c.postgres + c.appview).toFixed(2)} ms: dataplane ` +
           `${c.dataplane.toFixed(2)}, Postgres ${c.postgres.toFixed(2)}, AppView ${c.appview.toFixed(2)}; ` +
           `Postgres statements per page ${c.statements.toFixed(2)}, rows read ${c.rows.toFixed(0)}, ` +
-          `buffers ${c.buffers.toFixed(0)}, Postgres context switches ${c.switches.toFixed(1)}`,
+          `buffers ${c.buffers.toFixed(0)}, Postgres context switches ${c.switches.toFixed(1)}, ` +
+          `minor faults ${c.faults.toFixed(0)}`,
       )
     }
   }

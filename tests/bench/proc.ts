@@ -64,6 +64,22 @@ export function contextSwitchesByName(name: string): number {
   return total
 }
 
+/** Minor page faults of every process with this command name (pages mapped on first touch). */
+export function minorFaultsByName(name: string): number {
+  let total = 0
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue
+      total += Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7])
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return total
+}
+
 /** Resident set size of a process, in bytes. */
 export function rss(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
