@@ -31,31 +31,18 @@ export function processCpu(pid: number): number {
   }
 }
 
-/** CPU seconds of every process with this command name (e.g. every postgres backend). */
-export function cpuByName(name: string): number {
+/**
+ * `value` summed over every process with this command name (e.g. every postgres backend), given
+ * its pid and stat line; processes that end meanwhile are left out.
+ */
+function sumByName(name: string, value: (pid: string, stat: string) => number): number {
   let total = 0
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === name) total += statCpu(stat)
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return total
-}
-
-/** Context switches (voluntary and not) of every process with this command name. */
-export function contextSwitchesByName(name: string): number {
-  let total = 0
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue
-    try {
-      const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-      if (/^Name:\s+(.*)$/m.exec(status)?.[1] !== name) continue
-      for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) {
-        total += Number(m[1])
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === name) {
+        total += value(pid, stat)
       }
     } catch {
       // The process ended meanwhile.
@@ -64,20 +51,26 @@ export function contextSwitchesByName(name: string): number {
   return total
 }
 
+/** CPU seconds of every process with this command name. */
+export function cpuByName(name: string): number {
+  return sumByName(name, (_, stat) => statCpu(stat))
+}
+
+/** Context switches (voluntary and not) of every process with this command name. */
+export function contextSwitchesByName(name: string): number {
+  return sumByName(name, (pid) => {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    let switches = 0
+    for (const m of status.matchAll(/^(?:non)?voluntary_ctxt_switches:\s+(\d+)$/gm)) {
+      switches += Number(m[1])
+    }
+    return switches
+  })
+}
+
 /** Minor page faults of every process with this command name (pages mapped on first touch). */
 export function minorFaultsByName(name: string): number {
-  let total = 0
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue
-      total += Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7])
-    } catch {
-      // The process ended meanwhile.
-    }
-  }
-  return total
+  return sumByName(name, (_, stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]))
 }
 
 /** Resident set size of a process, in bytes. */
