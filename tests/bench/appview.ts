@@ -129,6 +129,9 @@ interface Side {
     /** Minor page faults of Postgres's processes per page: a backend maps each shared buffer
      * on its first touch. */
     faults: number
+    /** Postgres connections opened over the COST_PAGES pages: each forks a backend that fills
+     * its catalog caches and prepares its statements again. */
+    sessions: number
   }
 }
 
@@ -163,6 +166,8 @@ async function pageCost(
     buffers: (after.buffers - before.buffers) / COST_PAGES,
     switches: (b.switches - a.switches) / COST_PAGES,
     faults: (b.faults - a.faults) / COST_PAGES,
+    // Less the connection that read the counters the first time.
+    sessions: after.sessions - before.sessions - 1,
   }
 }
 
@@ -172,17 +177,33 @@ async function pageCost(
  * database) the difference in transactions is the statements they ran. An idle backend that reported less than a second ago reports again
  * only after ten seconds idle: wait that out before reading.
  */
-async function databaseStats(): Promise<{ xacts: number; rows: number; buffers: number }> {
+async function databaseStats(): Promise<{
+  xacts: number
+  rows: number
+  buffers: number
+  sessions: number
+}> {
   await new Promise((resolve) => setTimeout(resolve, 11_000))
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
   try {
-    const { rows } = await client.query<{ xacts: string; rows: string; buffers: string }>(
+    const { rows } = await client.query<{
+      xacts: string
+      rows: string
+      buffers: string
+      sessions: string
+    }>(
       `select xact_commit + xact_rollback as xacts, tup_returned + tup_fetched as rows,
-        blks_hit + blks_read as buffers from pg_stat_database where datname = current_database()`,
+        blks_hit + blks_read as buffers, sessions
+        from pg_stat_database where datname = current_database()`,
     )
     const row = rows[0]
-    return { xacts: Number(row?.xacts), rows: Number(row?.rows), buffers: Number(row?.buffers) }
+    return {
+      xacts: Number(row?.xacts),
+      rows: Number(row?.rows),
+      buffers: Number(row?.buffers),
+      sessions: Number(row?.sessions),
+    }
   } finally {
     await client.end()
   }
@@ -335,7 +356,7 @@ async function main(): Promise<void> {
           `${c.dataplane.toFixed(2)}, Postgres ${c.postgres.toFixed(2)}, AppView ${c.appview.toFixed(2)}; ` +
           `Postgres statements per page ${c.statements.toFixed(2)}, rows read ${c.rows.toFixed(0)}, ` +
           `buffers ${c.buffers.toFixed(0)}, Postgres context switches ${c.switches.toFixed(1)}, ` +
-          `minor faults ${c.faults.toFixed(0)}`,
+          `minor faults ${c.faults.toFixed(0)}; connections opened over ${COST_PAGES} pages ${c.sessions}`,
       )
     }
   }
