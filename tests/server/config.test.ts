@@ -94,6 +94,7 @@ describe('configuration from env', () => {
       poolSize: 10,
       statementTimeoutMs: 30_000,
       connectTimeoutMs: 5000,
+      idleTimeoutMs: 300_000,
       preparedStatements: 200,
     })
     expect(c.firehoseUrls).toEqual(['wss://relay1.example', 'wss://relay2.example'])
@@ -253,6 +254,7 @@ describe('configuration from env', () => {
       DB_POSTGRES_URL: 'postgresql://db/bsky',
       DB_POSTGRES_STATEMENT_TIMEOUT_MS: '0',
       DB_POSTGRES_CONNECT_TIMEOUT_MS: '1500',
+      DB_POSTGRES_IDLE_TIMEOUT_MS: '0',
       DB_POSTGRES_PREPARED_STATEMENTS: '0',
       DATAPLANE_MAX_LIST_ITEMS: '5000',
       DATAPLANE_HOST: '0.0.0.0',
@@ -261,6 +263,7 @@ describe('configuration from env', () => {
     expect(c.postgres).toMatchObject({
       statementTimeoutMs: 0,
       connectTimeoutMs: 1500,
+      idleTimeoutMs: 0,
       preparedStatements: 0,
     })
     expect(() =>

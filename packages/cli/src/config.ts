@@ -68,6 +68,8 @@ export interface PostgresConfig {
   statementTimeoutMs: number
   /** How long a read waits for a connection before answering unavailable. */
   connectTimeoutMs: number
+  /** A pooled connection idle this long is closed (0: never). */
+  idleTimeoutMs: number
   /** Distinct repeated reads each read connection prepares (0: none). */
   preparedStatements: number
 }
@@ -344,6 +346,7 @@ export function readConfig(env: Env = process.env): Config {
           poolSize: int(env, 'DB_POSTGRES_POOL_SIZE', 10, 1, 1000),
           statementTimeoutMs: int(env, 'DB_POSTGRES_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
           connectTimeoutMs: int(env, 'DB_POSTGRES_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
+          idleTimeoutMs: int(env, 'DB_POSTGRES_IDLE_TIMEOUT_MS', 300_000, 0, 86_400_000),
           // 0 behind a pooler in transaction mode, which cannot keep a session's statements.
           preparedStatements: int(env, 'DB_POSTGRES_PREPARED_STATEMENTS', 200, 0, 10_000),
         }

@@ -60,6 +60,7 @@ export function openReadDatabase(config: Config, db: Db): Db {
     onPoolError: poolErrorLog('reads'),
     statementTimeoutMs: config.postgres.statementTimeoutMs || undefined,
     connectTimeoutMs: config.postgres.connectTimeoutMs,
+    idleTimeoutMs: config.postgres.idleTimeoutMs,
     preparedStatements: config.postgres.preparedStatements,
   })
 }
@@ -72,6 +73,7 @@ export async function openDatabase(config: Config): Promise<Db> {
       url: config.postgres.url,
       schema: config.schema,
       poolSize: config.postgres.poolSize,
+      idleTimeoutMs: config.postgres.idleTimeoutMs,
       onPoolError: poolErrorLog('writer'),
     })
     await reachable(db, config.postgres.url)

@@ -22,6 +22,13 @@ export interface PgDbOptions {
    */
   connectTimeoutMs?: number
   /**
+   * A connection idle this long is closed; 0: kept until the pool ends. Unset: pg's 10 s. A new
+   * connection costs Postgres a backend (a fork, its catalog caches filled again, its statements
+   * prepared again, shared buffers mapped page by page), so a pool serving bursts of reads keeps
+   * its connections longer than the quiet between bursts.
+   */
+  idleTimeoutMs?: number
+  /**
    * At most this many distinct repeated reads run as named prepared statements on each
    * connection (prepared.ts). 0 or unset: none, every statement unnamed (what a pooler in
    * transaction mode needs, and what writes and migrations use).
@@ -46,6 +53,7 @@ export function createPgDb(opts: PgDbOptions): Db {
     types,
     ...(opts.statementTimeoutMs ? { statement_timeout: opts.statementTimeoutMs } : {}),
     ...(opts.connectTimeoutMs ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
+    ...(opts.idleTimeoutMs !== undefined ? { idleTimeoutMillis: opts.idleTimeoutMs } : {}),
   })
   pool.on('error', opts.onPoolError ?? ((err) => console.error('postgres pool error', err)))
   // A checked-out client has no error listener (the pool's is only on idle ones), so a connection
