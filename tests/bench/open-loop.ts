@@ -33,6 +33,12 @@ export interface StepResult {
   generatorCpu: number
   /** Upper bound (a latency bucket, ms) of the servers' own p99, without the generator's share. */
   serverP99Within?: number
+  /** The servers' minor page faults per answered read (pages mapped on first touch). */
+  serverFaultsPerRead?: number
+  /** The servers' GC pauses over the step (count, summed ms). */
+  serverGc?: string
+  /** The servers' longest event-loop delay over the step, ms. */
+  serverLagMaxMs?: number
   /** The generator's own longest stall (event-loop delay, ms): it adds to the latencies. */
   generatorStallMs: number
   /** The generator's GC during the step: pauses by kind (count, longest ms), heap used at its start (MB). */
@@ -43,6 +49,8 @@ export interface StepResult {
   sysPerRead?: number
   /** Redis's CPU per answered read (its INFO cpu, user and system), ms (ours only). */
   redisPerRead?: number
+  /** Redis's minor page faults per answered read. */
+  redisFaultsPerRead?: number
 }
 
 /** Every reader's first page, a few requests at a time. */

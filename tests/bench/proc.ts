@@ -5,17 +5,26 @@ import { readdirSync, readFileSync } from 'node:fs'
 /** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
 const HZ = 100
 
-/** utime + stime of one process, from its stat line (fields after the command name). */
+/** A stat line's fields after the command name (which may hold spaces): state is [0]. */
+function statFields(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+}
+
+/** utime + stime of one process, from its stat line. */
 function statCpu(stat: string): number {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const fields = statFields(stat)
   return (Number(fields[11]) + Number(fields[12])) / HZ
+}
+
+/** minflt of one process, from its stat line. */
+function statMinorFaults(stat: string): number {
+  return Number(statFields(stat)[7])
 }
 
 /** User and system CPU seconds a process has used so far (NaN once it is gone). */
 export function processCpuSplit(pid: number): { user: number; system: number } {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const fields = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'))
     return { user: Number(fields[11]) / HZ, system: Number(fields[12]) / HZ }
   } catch {
     return { user: NaN, system: NaN }
@@ -70,7 +79,16 @@ export function contextSwitchesByName(name: string): number {
 
 /** Minor page faults of every process with this command name (pages mapped on first touch). */
 export function minorFaultsByName(name: string): number {
-  return sumByName(name, (_, stat) => Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]))
+  return sumByName(name, (_, stat) => statMinorFaults(stat))
+}
+
+/** Minor page faults of one process so far (NaN once it is gone). */
+export function minorFaults(pid: number): number {
+  try {
+    return statMinorFaults(readFileSync(`/proc/${pid}/stat`, 'utf8'))
+  } catch {
+    return NaN
+  }
 }
 
 /** Resident set size of a process, in bytes. */

@@ -63,7 +63,7 @@ import { PG_URL } from '../harness/env.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
-import { processCpu, processCpuSplit, rss } from './proc.ts'
+import { minorFaults, processCpu, processCpuSplit, rss } from './proc.ts'
 import {
   startGenerator,
   timelineRequestFrame,
@@ -148,11 +148,14 @@ async function sweep(
   const results: StepResult[] = []
   const cpu = () => servers.reduce((sum, s) => sum + processCpu(s.child.proc.pid!), 0)
   const sys = () => servers.reduce((sum, s) => sum + processCpuSplit(s.child.proc.pid!).system, 0)
+  const faults = () => servers.reduce((sum, s) => sum + minorFaults(s.child.proc.pid!), 0)
   for (const rate of RATES) {
     const c0 = cpu()
     const s0 = sys()
     const r0 = redis && (await redisCpu(redis))
-    const b0 = servers.length ? await timelineBuckets(servers) : undefined
+    const rf0 = redis && minorFaults(await redisPid(redis))
+    const f0 = faults()
+    const b0 = servers.length ? await scrapeServers(servers) : undefined
     const r =
       PROFILE_DIR && rate === PROFILE_AT && servers.length
         ? await profiled(name, servers, () => gen.step(rate, SECONDS))
@@ -160,9 +163,16 @@ async function sweep(
     if (servers.length) {
       r.cpuPerRead = ((cpu() - c0) * 1000) / (r.achieved * SECONDS)
       r.sysPerRead = ((sys() - s0) * 1000) / (r.achieved * SECONDS)
-      r.serverP99Within = p99Within(b0!, await timelineBuckets(servers))
+      const b1 = await scrapeServers(servers)
+      r.serverP99Within = p99Within(b0!.buckets, b1.buckets)
+      r.serverFaultsPerRead = (faults() - f0) / (r.achieved * SECONDS)
+      r.serverGc = `${b1.gcCount - b0!.gcCount} pauses, ${((b1.gcSeconds - b0!.gcSeconds) * 1000).toFixed(0)} ms`
+      r.serverLagMaxMs = b1.lagMaxMs
     }
-    if (redis) r.redisPerRead = ((await redisCpu(redis)) - r0!) / (r.achieved * SECONDS)
+    if (redis) {
+      r.redisPerRead = ((await redisCpu(redis)) - r0!) / (r.achieved * SECONDS)
+      r.redisFaultsPerRead = (minorFaults(await redisPid(redis)) - rf0!) / (r.achieved * SECONDS)
+    }
     results.push(r)
     log(
       `${name} offered ${rate}/s: achieved ${r.achieved.toFixed(0)}/s, p50 ${r.p50.toFixed(2)} ms, ` +
@@ -171,8 +181,11 @@ async function sweep(
         (r.cpuPerRead === undefined
           ? ''
           : `, server cpu ${r.cpuPerRead.toFixed(3)} ms/read (${r.sysPerRead!.toFixed(3)} in the kernel)` +
-            `, server-side p99 <= ${r.serverP99Within} ms`) +
-        (r.redisPerRead === undefined ? '' : `, redis cpu ${r.redisPerRead.toFixed(3)} ms/read`),
+            `, server-side p99 <= ${r.serverP99Within} ms, server minor faults ${r.serverFaultsPerRead!.toFixed(2)}/read, ` +
+            `server gc ${r.serverGc}, server longest loop delay ${r.serverLagMaxMs!.toFixed(1)} ms`) +
+        (r.redisPerRead === undefined
+          ? ''
+          : `, redis cpu ${r.redisPerRead.toFixed(3)} ms/read, redis minor faults ${r.redisFaultsPerRead!.toFixed(2)}/read`),
     )
     // Past its capacity a side is done: under half the rate answered, or a p99 past 100 ms with
     // the median past the goal too or answers missing (one stall of the host, which lifts only
@@ -268,8 +281,19 @@ async function profiled(
  * from the request's arrival to its answer, so without the generator's or the kernel's share),
  * summed over the servers: bucket bound in seconds → cumulative count.
  */
-async function timelineBuckets(servers: Ours[]): Promise<Map<number, number>> {
-  const out = new Map<number, number>()
+/** What the servers' metrics say, summed over them; read at a step's start and end. */
+interface ServerScrape {
+  /** GetTimeline answers by latency bucket bound (seconds). */
+  buckets: Map<number, number>
+  /** GC pauses so far and their seconds, all kinds. */
+  gcCount: number
+  gcSeconds: number
+  /** The longest event-loop delay since the last scrape (the metric resets when read), ms. */
+  lagMaxMs: number
+}
+
+async function scrapeServers(servers: Ours[]): Promise<ServerScrape> {
+  const out: ServerScrape = { buckets: new Map(), gcCount: 0, gcSeconds: 0, lagMaxMs: 0 }
   for (const { child } of servers) {
     const text = await (await fetch(`${child.url}/metrics`)).text()
     for (const m of text.matchAll(/^openplane_rpc_duration_seconds_bucket\{([^}]*)\} (\d+)/gm)) {
@@ -278,8 +302,16 @@ async function timelineBuckets(servers: Ours[]): Promise<Map<number, number>> {
       const le = /le="([^"]+)"/.exec(labels)?.[1]
       if (le === undefined) continue
       const bound = le === '+Inf' ? Infinity : Number(le)
-      out.set(bound, (out.get(bound) ?? 0) + Number(m[2]))
+      out.buckets.set(bound, (out.buckets.get(bound) ?? 0) + Number(m[2]))
     }
+    for (const m of text.matchAll(
+      /^openplane_nodejs_gc_duration_seconds_(sum|count)\{[^}]*\} ([\d.e+-]+)$/gm,
+    )) {
+      if (m[1] === 'sum') out.gcSeconds += Number(m[2])
+      else out.gcCount += Number(m[2])
+    }
+    const lag = /^openplane_nodejs_eventloop_lag_max_seconds ([\d.e+-]+)$/m.exec(text)
+    out.lagMaxMs = Math.max(out.lagMaxMs, Number(lag?.[1] ?? 0) * 1000)
   }
   return out
 }
@@ -304,6 +336,11 @@ async function waitFor<T>(get: () => Promise<T> | undefined): Promise<T> {
 }
 
 /** Redis's own CPU so far (user and system), ms: what the reads cost it, step by step. */
+/** Redis's process id (it runs on this machine: the bench offers load on loopback only). */
+async function redisPid(redis: Pick<RedisServer, 'cli'>): Promise<number> {
+  return Number(/process_id:(\d+)/.exec(await redis.cli('INFO', 'server'))?.[1] ?? NaN)
+}
+
 async function redisCpu(redis: Pick<RedisServer, 'cli'>): Promise<number> {
   const info = await redis.cli('INFO', 'cpu')
   const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN)
