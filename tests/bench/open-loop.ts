@@ -35,7 +35,7 @@ export interface StepResult {
   serverP99Within?: number
   /** The servers' minor page faults per answered read (pages mapped on first touch). */
   serverFaultsPerRead?: number
-  /** The servers' GC pauses over the step (count, summed ms). */
+  /** The servers' GC pauses over the step, by kind (count, summed ms). */
   serverGc?: string
   /** The servers' longest event-loop delay over the step, ms. */
   serverLagMaxMs?: number

@@ -166,7 +166,7 @@ async function sweep(
       const b1 = await scrapeServers(servers)
       r.serverP99Within = p99Within(b0!.buckets, b1.buckets)
       r.serverFaultsPerRead = (faults() - f0) / (r.achieved * SECONDS)
-      r.serverGc = `${b1.gcCount - b0!.gcCount} pauses, ${((b1.gcSeconds - b0!.gcSeconds) * 1000).toFixed(0)} ms`
+      r.serverGc = gcDiff(b0!.gc, b1.gc)
       r.serverLagMaxMs = b1.lagMaxMs
     }
     if (redis) {
@@ -285,15 +285,14 @@ async function profiled(
 interface ServerScrape {
   /** GetTimeline answers by latency bucket bound (seconds). */
   buckets: Map<number, number>
-  /** GC pauses so far and their seconds, all kinds. */
-  gcCount: number
-  gcSeconds: number
+  /** GC pauses so far and their seconds, by kind (minor, major, incremental, weakcb). */
+  gc: Map<string, { n: number; s: number }>
   /** The longest event-loop delay since the last scrape (the metric resets when read), ms. */
   lagMaxMs: number
 }
 
 async function scrapeServers(servers: Ours[]): Promise<ServerScrape> {
-  const out: ServerScrape = { buckets: new Map(), gcCount: 0, gcSeconds: 0, lagMaxMs: 0 }
+  const out: ServerScrape = { buckets: new Map(), gc: new Map(), lagMaxMs: 0 }
   for (const { child } of servers) {
     const text = await (await fetch(`${child.url}/metrics`)).text()
     for (const m of text.matchAll(/^openplane_rpc_duration_seconds_bucket\{([^}]*)\} (\d+)/gm)) {
@@ -305,15 +304,27 @@ async function scrapeServers(servers: Ours[]): Promise<ServerScrape> {
       out.buckets.set(bound, (out.buckets.get(bound) ?? 0) + Number(m[2]))
     }
     for (const m of text.matchAll(
-      /^openplane_nodejs_gc_duration_seconds_(sum|count)\{[^}]*\} ([\d.e+-]+)$/gm,
+      /^openplane_nodejs_gc_duration_seconds_(sum|count)\{kind="(\w+)"\} ([\d.e+-]+)$/gm,
     )) {
-      if (m[1] === 'sum') out.gcSeconds += Number(m[2])
-      else out.gcCount += Number(m[2])
+      const t = out.gc.get(m[2]!) ?? { n: 0, s: 0 }
+      if (m[1] === 'sum') t.s += Number(m[3])
+      else t.n += Number(m[3])
+      out.gc.set(m[2]!, t)
     }
     const lag = /^openplane_nodejs_eventloop_lag_max_seconds ([\d.e+-]+)$/m.exec(text)
     out.lagMaxMs = Math.max(out.lagMaxMs, Number(lag?.[1] ?? 0) * 1000)
   }
   return out
+}
+
+/** GC pauses between two scrapes, by kind: "minor 12× 30 ms, major 1× 9 ms". */
+function gcDiff(before: ServerScrape['gc'], after: ServerScrape['gc']): string {
+  const parts: string[] = []
+  for (const [kind, t] of after) {
+    const b = before.get(kind) ?? { n: 0, s: 0 }
+    if (t.n > b.n) parts.push(`${kind} ${t.n - b.n}× ${((t.s - b.s) * 1000).toFixed(0)} ms`)
+  }
+  return parts.join(', ') || 'none'
 }
 
 /** The smallest bucket bound (ms) within which 99% of the answers between two scrapes fell. */
