@@ -9,6 +9,7 @@ import { childLogger, throttle } from '@openplane/telemetry'
 import { compareStreamIds } from '@openplane/timelines'
 import type { Celebrities } from './celebrities.ts'
 import type { GraphFeedEntry, GraphFeedReader } from './graph-feed.ts'
+import { collectLoadGarbage } from './load-garbage.ts'
 import { feedApplied, feedReloads, graphEdges } from './metrics.ts'
 
 const log = childLogger('graph-follower')
@@ -94,10 +95,15 @@ export class GraphFollower {
     const { graph: fresh } = await Graph.loadFromPostgres(db, { ids: graph.ids })
     graph.replaceWith(fresh)
     celebrities.recount()
+    // The old graph's bitmaps are garbage now too.
+    const gc = collectLoadGarbage()
     this.#at = at
     graphEdges.set(graph.edgeCount)
     feedReloads.inc({ reason })
-    log.info({ reason, edges: graph.edgeCount, at, ms: Date.now() - started }, 'graph loaded')
+    log.info(
+      { reason, edges: graph.edgeCount, at, ms: Date.now() - started, ...gc },
+      'graph loaded',
+    )
   }
 
   async #loop(): Promise<void> {

@@ -3,6 +3,7 @@
 import type { Db } from '@openplane/db'
 import { Graph } from '@openplane/graph'
 import { childLogger } from '@openplane/telemetry'
+import { collectLoadGarbage } from './load-garbage.ts'
 
 const log = childLogger('graph')
 
@@ -16,11 +17,19 @@ export async function openGraph(db: Db): Promise<{ graph: Graph; from: 'snapshot
   // One source only: a snapshot carries one position.
   const [only] = cursors
   if (restored && cursors.length === 1 && only && restored.snapshot.cursor === Number(only.seq)) {
-    log.info({ edges: restored.graph.edgeCount, ms: Date.now() - started }, 'graph from snapshot')
+    const gc = collectLoadGarbage()
+    log.info(
+      { edges: restored.graph.edgeCount, ms: Date.now() - started, ...gc },
+      'graph from snapshot',
+    )
     return { graph: restored.graph, from: 'snapshot' }
   }
   const { graph } = await Graph.loadFromPostgres(db, { ids: restored?.graph.ids })
-  log.info({ edges: graph.edgeCount, ms: Date.now() - started }, 'graph from the follow table')
+  const gc = collectLoadGarbage()
+  log.info(
+    { edges: graph.edgeCount, ms: Date.now() - started, ...gc },
+    'graph from the follow table',
+  )
   return { graph, from: 'postgres' }
 }
 
