@@ -1,9 +1,9 @@
 // A full garbage collection right after the graph is loaded. Loading reads every follow row in
 // pages that outlive a young-generation collection (each page waits on Postgres to intern its
-// DIDs), so they are promoted: 5.36M follows leave about 230 MB of garbage in the old
-// generation. Left alone it is collected at V8's first full collection, which comes under load,
-// pauses the process for one long stop (170 ms a collection on one host) and sheds the reads
-// that arrive meanwhile. Collected here, the pause comes before the graph serves anything.
+// DIDs), so they are promoted: 5.36M follows leave 170–230 MB of garbage in the old generation.
+// Left alone it is collected at V8's first full collection, which comes under load, stops the
+// process once for long (279 ms on one host) and sheds the reads that arrive meanwhile.
+// Collected here, the stop comes before the graph serves anything.
 //
 // `gc` is exposed to a fresh context only, and the flag is put back at once: nothing else in
 // the process gets a global `gc` (the way jest's leak detector reaches it without --expose-gc).
