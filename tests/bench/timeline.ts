@@ -20,7 +20,8 @@
 // generation: node:http2's client keeps each call's objects past one minor GC (about 4 KB a
 // call; a bare client does it too), so every minor GC copies them, and with the default size
 // each pause (3-6 ms, longer with more) lands on the latencies too. Small ones pause < 1 ms.
-// Each step prints the generator's longest stall and its GC pauses.
+// Each step prints the generator's longest stall and its GC pauses, and the servers' GC pauses,
+// longest event-loop delay and minor page faults (Redis's too): where a tail can come from.
 //
 //   BENCH_USERBASE  userbase parameter file (default packages/sim/examples/userbase-100k-with-posts.json)
 //   BENCH_SCHEMA    schema to load into / reuse (default bench_tl_<num_users in letters: the stock
@@ -276,14 +277,13 @@ async function profiled(
   return result
 }
 
-/**
- * GetTimeline answers (ok) by the servers' own latency buckets (openplane_rpc_duration_seconds:
- * from the request's arrival to its answer, so without the generator's or the kernel's share),
- * summed over the servers: bucket bound in seconds → cumulative count.
- */
 /** What the servers' metrics say, summed over them; read at a step's start and end. */
 interface ServerScrape {
-  /** GetTimeline answers by latency bucket bound (seconds). */
+  /**
+   * GetTimeline answers (ok) by the servers' own latency buckets (openplane_rpc_duration_seconds:
+   * from the request's arrival to its answer, so without the generator's or the kernel's share):
+   * bucket bound in seconds → cumulative count.
+   */
   buckets: Map<number, number>
   /** GC pauses so far and their seconds, by kind (minor, major, incremental, weakcb). */
   gc: Map<string, { n: number; s: number }>
@@ -346,12 +346,12 @@ async function waitFor<T>(get: () => Promise<T> | undefined): Promise<T> {
   }
 }
 
-/** Redis's own CPU so far (user and system), ms: what the reads cost it, step by step. */
 /** Redis's process id (it runs on this machine: the bench offers load on loopback only). */
 async function redisPid(redis: Pick<RedisServer, 'cli'>): Promise<number> {
   return Number(/process_id:(\d+)/.exec(await redis.cli('INFO', 'server'))?.[1] ?? NaN)
 }
 
+/** Redis's own CPU so far (user and system), ms: what the reads cost it, step by step. */
 async function redisCpu(redis: Pick<RedisServer, 'cli'>): Promise<number> {
   const info = await redis.cli('INFO', 'cpu')
   const field = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? NaN)
