@@ -277,6 +277,9 @@ async function profiled(
   return result
 }
 
+/** prom-client's event-loop delay sampling interval (its default, which telemetry keeps). */
+const LAG_SAMPLE_MS = 10
+
 /** What the servers' metrics say, summed over them; read at a step's start and end. */
 interface ServerScrape {
   /**
@@ -287,7 +290,11 @@ interface ServerScrape {
   buckets: Map<number, number>
   /** GC pauses so far and their seconds, by kind (minor, major, incremental, weakcb). */
   gc: Map<string, { n: number; s: number }>
-  /** The longest event-loop delay since the last scrape (the metric resets when read), ms. */
+  /**
+   * The longest event-loop delay since the last scrape (the metric resets when read), ms:
+   * prom-client's, less the 10 ms interval it samples at, which its values include (an idle
+   * loop reads 10 ms).
+   */
   lagMaxMs: number
 }
 
@@ -312,7 +319,7 @@ async function scrapeServers(servers: Ours[]): Promise<ServerScrape> {
       out.gc.set(m[2]!, t)
     }
     const lag = /^openplane_nodejs_eventloop_lag_max_seconds ([\d.e+-]+)$/m.exec(text)
-    out.lagMaxMs = Math.max(out.lagMaxMs, Number(lag?.[1] ?? 0) * 1000)
+    out.lagMaxMs = Math.max(out.lagMaxMs, Number(lag?.[1] ?? 0) * 1000 - LAG_SAMPLE_MS)
   }
   return out
 }
