@@ -1,6 +1,6 @@
 // The in-memory graph against the stock `follow` table: edits, counts, GetFollowsFollowing equal to
 // the stock's own query, and a load from Postgres equal to the same graph built edge by edge.
-import { Graph } from '@openplane/graph'
+import { Graph, RoaringBitmap32 } from '@openplane/graph'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
   deleteFollows,
@@ -113,6 +113,38 @@ describe('Graph', () => {
     const asIds = graph.intersectFollowing(viewer, graph.following(didOf(9)))
     expect(graph.didsOf(asIds)).toEqual([didOf(3)])
     expect(graph.intersectFollowing(MISSING, celebrities).isEmpty).toBe(true)
+  })
+
+  it('names the members of a set the viewer follows, call after call, as plain sets do', async () => {
+    const { db } = await pg.create()
+    const rand = random(7)
+    const pairs = randomFollows(ACTORS, 6000, rand)
+    await insertFollows(db, pairs)
+    // Loaded: small sets packed in the arena; then changed: some live again.
+    const { graph } = await Graph.loadFromPostgres(db)
+    const extra = randomFollows(ACTORS, 300, rand)
+    await graph.addFollows(extra)
+    const following = new Map<string, Set<string>>()
+    for (const [a, b] of [...pairs, ...extra]) {
+      following.set(a, (following.get(a) ?? new Set()).add(b))
+    }
+    for (let round = 0; round < 60; round++) {
+      const members = Array.from({ length: 1 + Math.floor(rand() * 80) }, () =>
+        didOf(Math.floor(rand() * ACTORS)),
+      )
+      const set = graph.following(didOf(Math.floor(rand() * ACTORS)))
+      const named = round % 2 ? graph.didsOf(set) : members
+      const ids = members.map((did) => graph.ids.id(did)).filter((id) => id !== undefined)
+      const bitmap = round % 2 ? set : new RoaringBitmap32(ids)
+      const viewer = didOf(Math.floor(rand() * ACTORS))
+      const mine = following.get(viewer) ?? new Set()
+      const expected = [...new Set(named)].filter((did) => mine.has(did))
+      const got = graph.followingDidsIn(viewer, bitmap)
+      expect([...got].sort()).toEqual(expected.sort())
+      const order = got.map((did) => graph.ids.id(did) as number)
+      expect(order).toEqual([...order].sort((x, y) => x - y))
+    }
+    expect(graph.followingDidsIn(MISSING, graph.following(didOf(1)))).toEqual([])
   })
 
   it('loads from Postgres exactly what an incremental build holds', async () => {

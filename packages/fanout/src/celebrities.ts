@@ -47,12 +47,7 @@ export class Celebrities {
   /** The celebrities `reader` follows. */
   followedBy(reader: string): string[] {
     if (this.bitmap.size === 0) return []
-    const ids = this.#graph.intersectFollowing(reader, this.bitmap)
-    try {
-      return this.#graph.didsOf(ids)
-    } finally {
-      ids.clear()
-    }
+    return this.#graph.followingDidsIn(reader, this.bitmap)
   }
 
   dids(): string[] {

@@ -51,6 +51,8 @@ export class Graph {
   #following = new SetStore()
   #followers = new SetStore()
   #edges = 0
+  /** followingDidsIn's working bitmap, empty between calls. */
+  readonly #intersection = new RoaringBitmap32()
 
   constructor(ids: ActorIds) {
     this.ids = ids
@@ -188,6 +190,26 @@ export class Graph {
             : this.#followers.use(target, (theirs) => (theirs ? this.#didsOfAnd(mine, theirs) : []))
         return { targetDid, dids }
       })
+    })
+  }
+
+  /**
+   * The DIDs of the members of `set` the viewer follows, ascending by id. Computed in a bitmap
+   * kept for it, not a new one: every home timeline read asks this.
+   */
+  followingDidsIn(viewer: Actor, set: ReadonlyRoaringBitmap32): string[] {
+    const id = this.#id(viewer)
+    if (id === undefined) return []
+    return this.#following.use(id, (mine) => {
+      if (!mine) return []
+      // Copy the smaller, intersect with the larger.
+      const [small, large] = set.size <= mine.size ? [set, mine] : [mine, set]
+      const both = this.#intersection.copyFrom(small).andInPlace(large)
+      try {
+        return this.didsOf(both)
+      } finally {
+        both.clear()
+      }
     })
   }
 

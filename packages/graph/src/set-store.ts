@@ -33,6 +33,12 @@ export class SetStore {
   #bytes = new Uint32Array(0)
   #count = new Uint32Array(0)
   readonly #live = new Map<number, RoaringBitmap32>()
+  /**
+   * Bitmaps `use` deserializes arena sets into, reused: a bitmap made per call is a native
+   * object whose handle every young-generation GC must process when it dies (about half a
+   * scavenge's pause when every timeline read made one). One per nesting level of `use`.
+   */
+  readonly #scratch: RoaringBitmap32[] = []
   #pinned = 0
   #arenaBytes = 0
   #garbage = 0
@@ -58,11 +64,12 @@ export class SetStore {
     if (live) return fn(live)
     const data = this.#slice(id)
     if (!data) return fn(undefined)
-    const set = RoaringBitmap32.deserialize(data, PORTABLE)
+    const set = (this.#scratch.pop() ?? new RoaringBitmap32()).deserialize(data, PORTABLE)
     try {
       return fn(set)
     } finally {
       set.clear()
+      this.#scratch.push(set)
     }
   }
 
