@@ -51,7 +51,7 @@ export class Graph {
   #following = new SetStore()
   #followers = new SetStore()
   #edges = 0
-  /** followingDidsIn's working bitmap, empty between calls. */
+  /** #didsOfAnd's working bitmap, empty between calls. */
   readonly #intersection = new RoaringBitmap32()
 
   constructor(ids: ActorIds) {
@@ -200,17 +200,7 @@ export class Graph {
   followingDidsIn(viewer: Actor, set: ReadonlyRoaringBitmap32): string[] {
     const id = this.#id(viewer)
     if (id === undefined) return []
-    return this.#following.use(id, (mine) => {
-      if (!mine) return []
-      // Copy the smaller, intersect with the larger.
-      const [small, large] = set.size <= mine.size ? [set, mine] : [mine, set]
-      const both = this.#intersection.copyFrom(small).andInPlace(large)
-      try {
-        return this.didsOf(both)
-      } finally {
-        both.clear()
-      }
-    })
+    return this.#following.use(id, (mine) => (mine ? this.#didsOfAnd(mine, set) : []))
   }
 
   /** Which of `set` (ids, or actors) the viewer follows, as ids. */
@@ -302,8 +292,14 @@ export class Graph {
     for (const record of this.#followers.records()) yield { ...record, direction: 1 }
   }
 
+  /**
+   * The DIDs of the ids in both sets, ascending by id; intersected in a bitmap kept for it (a new
+   * one per call is a native object each young-generation GC must process as it dies).
+   */
   #didsOfAnd(a: ReadonlyRoaringBitmap32, b: ReadonlyRoaringBitmap32): string[] {
-    const both = RoaringBitmap32.and(a, b)
+    // Copy the smaller, intersect with the larger.
+    const [small, large] = a.size <= b.size ? [a, b] : [b, a]
+    const both = this.#intersection.copyFrom(small).andInPlace(large)
     try {
       return this.didsOf(both)
     } finally {
