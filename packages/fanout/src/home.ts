@@ -7,7 +7,7 @@ import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import { BUSY_LAG_MS, childLogger, loopLagMaxMs, Overloaded, throttle } from '@openplane/telemetry'
 import {
   itemFromFeedRow,
-  memberUris,
+  MemberItems,
   mergeHome,
   TimelineStoreUnavailable,
   TimeoutError,
@@ -192,9 +192,21 @@ export class HomeTimelines {
     limit: number,
     before: TimeKey | undefined,
   ): Promise<HomePage | undefined> {
+    const page = await this.readItems(reader, limit, before)
+    return page && { items: page.items.toArray(), cursor: page.cursor }
+  }
+
+  /**
+   * `read`'s page with its items kept as members, which write the answer's uris as bytes: only
+   * the page's own items are decoded, and only what the answer carries.
+   */
+  async readItems(
+    reader: string,
+    limit: number,
+    before: TimeKey | undefined,
+  ): Promise<{ items: MemberItems; cursor: string } | undefined> {
     const page = await this.page(reader, limit, before)
-    // Only the page's own items are decoded, and only what the answer carries.
-    return page && { items: page.members.map(memberUris), cursor: page.cursor }
+    return page && { items: new MemberItems(page.members), cursor: page.cursor }
   }
 
   /** `read`'s page as members, for callers that need their order keys (sortAt, cid) too. */

@@ -15,4 +15,4 @@ export {
   type Routes,
 } from './routes/index.ts'
 export { followedItems, ownItems, timelineFromPostgres } from './routes/util/timeline-sql.ts'
-export { timelineFrame } from './routes/util/timeline-wire.ts'
+export { feedItemBytes, timelineFrame } from './routes/util/timeline-wire.ts'

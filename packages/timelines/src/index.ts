@@ -42,3 +42,4 @@ export {
 } from './merge.ts'
 export { lossyKeep, seededRandom } from './lossy.ts'
 export { decodeMember, encodeMember, memberCursor, memberUris } from './member.ts'
+export { MemberItems } from './member-items.ts'

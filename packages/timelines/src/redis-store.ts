@@ -41,7 +41,8 @@ import {
 } from './redis-scripts.ts'
 import { composeHome, type MemberReads } from './home-read.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
-import { mergeSlices, sliceOf, type Slice } from './slices.ts'
+import { authorPage, homeReads, parseSlice, type Head, type Read } from './redis-reads.ts'
+import { mergeSlices, type Slice } from './slices.ts'
 import { keySlot } from './slot.ts'
 import { TurnWrites } from './turn-writes.ts'
 import {
@@ -77,8 +78,6 @@ export interface RedisTimelineStoreOptions extends TimelineStoreOptions {
   /** Entries kept in the activation log (approximately; older ones are trimmed). */
   activationLogLength?: number
 }
-
-type Head = { ready: boolean; ghost: string | undefined }
 
 export class RedisTimelineStore implements TimelineStore {
   readonly targetLength: number
@@ -176,9 +175,11 @@ export class RedisTimelineStore implements TimelineStore {
     const reply = (await this.#op('home', () =>
       this.#eval(HOME, [this.#timeline(reader)], args),
     )) as string
-    const lists = reply.split(LIST_SEP).map((list) => homeList(list, count))
+    const lists = homeReads(reply, count)
     const [tl, own] = lists as [Read, Read]
     const timeline = tl.head.ready ? mergeSlices([tl.slice], count) : null
+    if (lists.length !== (timeline ? 2 + authors.length : 2))
+      throw new Error(`the HOME script answered ${lists.length} lists`)
     // The script read the celebrities and the own list down to the timeline's last item when
     // there were celebrities and the page was full.
     const full = timeline !== null && authors.length > 0 && timeline.members.length === count
@@ -626,55 +627,6 @@ function removeArgs(target: string | TimelineItem): string[] {
   if (typeof target !== 'string') return ['m', encodeMember(target)]
   const { post, repost } = feedUriFields(target)
   return ['u', post, repost]
-}
-
-/** One list as read: its state and horizon, and its slice. */
-type Read = { head: Head; slice: Slice }
-
-/** A SLICES row: sentinel, lowest member, then the range. */
-function parseSlice(row: readonly string[], count: number): Read {
-  const [state = '', lowest = '', ...range] = row
-  return readOf(state, lowest, range, count)
-}
-
-/** Separators of the HOME reply: between lists, and between a list's three fields. */
-const LIST_SEP = '\x1d'
-const FIELD_SEP = '\x1e'
-
-/**
- * A HOME list: sentinel, FIELD_SEP, horizon, FIELD_SEP, the range. An empty horizon is one that
- * cannot cut this range (see HOME), so the slice is read as having none.
- */
-function homeList(list: string, count: number): Read {
-  const a = list.indexOf(FIELD_SEP)
-  const b = list.indexOf(FIELD_SEP, a + 1)
-  if (a < 0 || b < 0) throw new Error('the HOME script answered a list without its fields')
-  const joined = list.slice(b + 1)
-  return readOf(list.slice(0, a), list.slice(a + 1, b), joined ? joined.split('\n') : [], count)
-}
-
-/** A list's read from its sentinel, its lowest member ('' when none was read) and its range. */
-function readOf(state: string, lowest: string, range: readonly string[], count: number): Read {
-  const ghost = (state === TRUNCATED || state === WARMING_T) && lowest ? lowest : undefined
-  const ready = state === READY || state === TRUNCATED
-  return { head: { ready, ghost }, slice: sliceOf(range, count, ghost) }
-}
-
-/** Authors' lists merged into one page; the unmaterialised ones are missing. */
-function authorPage(
-  read: readonly Read[],
-  authors: readonly string[],
-  count: number,
-  floor?: string,
-): AuthorMembers {
-  const slices: Slice[] = []
-  const missing: string[] = []
-  read.forEach(({ head, slice }, i) => {
-    if (head.ready) slices.push(slice)
-    else missing.push(authors[i]!)
-  })
-  const { members, complete } = mergeSlices(slices, count, floor)
-  return { members, complete: complete && !missing.length, missing }
 }
 
 /** One reply of a MULTI; a failed transaction or command rejects. */

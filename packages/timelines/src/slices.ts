@@ -4,19 +4,20 @@ import { isGhost } from './member.ts'
 
 export interface Slice {
   /** Item members after the cursor, newest first, at most the requested count. */
-  members: string[]
+  members: readonly string[]
   /** The list's horizon when it has one (it was trimmed or rebuilt from a bounded read). */
   ghost: string | undefined
 }
 
-/** `rows` come from a descending range that asked for `count + 1` rows (room for the ghost). */
-export function sliceOf(rows: readonly string[], count: number, ghost: string | undefined): Slice {
-  const members: string[] = []
-  for (const row of rows) {
-    if (isGhost(row) || members.length === count) break
-    members.push(row)
-  }
-  return { members, ghost }
+/**
+ * `rows` come from a descending range that asked for `count + 1` rows (room for the ghost); the
+ * caller owns them: they are cut in place to the members above the ghost, at most `count`.
+ */
+export function sliceOf(rows: string[], count: number, ghost: string | undefined): Slice {
+  let n = 0
+  while (n < rows.length && n < count && !isGhost(rows[n]!)) n++
+  rows.length = n
+  return { members: rows, ghost }
 }
 
 /**

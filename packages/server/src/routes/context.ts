@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { Identity } from '@openplane/identity'
 import type { Service } from '@openplane/proto'
-import type { FeedItemOut } from './util/feed-item.ts'
+import type { FeedItemBytes, FeedItemOut } from './util/feed-item.ts'
 import type { TimeKey } from './util/pagination.ts'
 
 export interface RouteContext {
@@ -23,6 +23,12 @@ export interface HomeTimelineReader {
     limit: number,
     before: TimeKey | undefined,
   ): Promise<{ items: FeedItemOut[]; cursor: string } | undefined>
+  /** The same page with its items as bytes to write, for the answer's frame (timeline-wire.ts). */
+  readItems(
+    reader: string,
+    limit: number,
+    before: TimeKey | undefined,
+  ): Promise<{ items: FeedItemBytes; cursor: string } | undefined>
 }
 
 /**

@@ -2,16 +2,17 @@ import { Code, ConnectError } from '@connectrpc/connect'
 import type { ExpressionBuilder, Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { FeedType } from '@openplane/proto'
-import type { RouteContext, Routes } from './context.ts'
+import type { HomeTimelineReader, RouteContext, Routes } from './context.ts'
 import { isDid } from './util/at-uri.ts'
-import { feedItemCursor, feedItemFromRow } from './util/feed-item.ts'
-import { before, decodeTimeKey, encodeTimeKey, page } from './util/pagination.ts'
+import { feedItemCursor, feedItemFromRow, type FeedItemBytes } from './util/feed-item.ts'
+import { before, decodeTimeKey, encodeTimeKey, page, type TimeKey } from './util/pagination.ts'
 import { pageSize } from './util/stock-cursors.ts'
 import {
   timelineFromPostgres,
   type TimelinePage,
   type TimelineRequest,
 } from './util/timeline-sql.ts'
+import { feedItemBytes } from './util/timeline-wire.ts'
 
 const REFERENCE_LIST = 'app.bsky.graph.defs#referencelist'
 
@@ -93,15 +94,47 @@ export default (ctx: RouteContext): Routes => ({
  * direct lane (direct.ts), which answer it alike.
  */
 export async function timelinePage(ctx: RouteContext, req: TimelineRequest): Promise<TimelinePage> {
+  return timelineFrom(
+    ctx,
+    req,
+    (t, ...page) => t.read(...page),
+    (page) => page,
+  )
+}
+
+/** The page with its items as bytes, for the direct lane's frame (timeline-wire.ts). */
+export async function timelineAnswer(
+  ctx: RouteContext,
+  req: TimelineRequest,
+): Promise<{ items: FeedItemBytes; cursor: string }> {
+  return timelineFrom(
+    ctx,
+    req,
+    (t, ...page) => t.readItems(...page),
+    (page) => ({ items: feedItemBytes(page.items), cursor: page.cursor }),
+  )
+}
+
+/** A page from the fan-out timelines when they can answer it, else from Postgres. */
+async function timelineFrom<T>(
+  ctx: RouteContext,
+  req: TimelineRequest,
+  fast: (
+    timelines: HomeTimelineReader,
+    reader: string,
+    limit: number,
+    before: TimeKey | undefined,
+  ) => Promise<T | undefined>,
+  slow: (page: TimelinePage) => T,
+): Promise<T> {
   // A reader is a DID; anything else is the caller's mistake, not an empty timeline.
   if (!isDid(req.actorDid)) throw new ConnectError('actorDid is not a DID', Code.InvalidArgument)
   const limit = pageSize(req.limit)
-  const fast =
-    limit > 0
-      ? await ctx.timelines?.read(req.actorDid, limit, decodeTimeKey(req.cursor))
+  const got =
+    limit > 0 && ctx.timelines
+      ? await fast(ctx.timelines, req.actorDid, limit, decodeTimeKey(req.cursor))
       : undefined
-  if (fast) return fast
-  return timelineFromPostgres(ctx.db, req)
+  return got ?? slow(await timelineFromPostgres(ctx.db, req))
 }
 
 async function listPurpose(

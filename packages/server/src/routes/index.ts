@@ -16,7 +16,7 @@ import blocks from './blocks.ts'
 import bookmarks from './bookmarks.ts'
 import drafts from './drafts.ts'
 import feedGenerators from './feed-generators.ts'
-import feeds, { timelinePage } from './feeds.ts'
+import feeds, { timelineAnswer } from './feeds.ts'
 import follows from './follows.ts'
 import graph from './graph.ts'
 import identity from './identity.ts'
@@ -135,7 +135,7 @@ export function directRoutes(
     directRoute(
       getTimeline,
       GetTimelineRequest,
-      async (req) => timelineFrame(await timelinePage(ctx, req)),
+      async (req) => timelineFrame(await timelineAnswer(ctx, req)),
       true,
     ),
   )

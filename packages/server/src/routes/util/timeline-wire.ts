@@ -1,9 +1,10 @@
 // A GetTimelineResponse written straight into its gRPC frame: the hottest answer the dataplane
 // gives (every home timeline page), encoded without building a message object and walking its
-// reflection data, into one buffer that already holds the 5-byte gRPC prefix. Byte for byte what
+// reflection data, into one buffer that already holds the 5-byte gRPC prefix. The items write
+// their own bytes (FeedItemBytes): a page from the store copies them out of its members. Byte for byte what
 // protobuf-es writes for the same page (fields in number order, empty strings left out); a test
 // holds the two equal.
-import type { TimelinePage } from './timeline-sql.ts'
+import type { FeedItemBytes, FeedItemOut } from './feed-item.ts'
 
 /** TimelineFeedItem.uri, .repost and GetTimelineResponse.items, .cursor: length-delimited tags. */
 const ITEM_URI = 0x0a
@@ -23,25 +24,35 @@ function writeVarint(buf: Buffer, at: number, n: number): number {
   return at
 }
 
-/** A length-delimited field's size: tag, length, bytes (none when the string is empty). */
+/** A length-delimited field's size: tag, length, bytes (none when empty). */
 const fieldSize = (bytes: number): number => (bytes ? 1 + varintSize(bytes) + bytes : 0)
 
-function writeField(buf: Buffer, at: number, tag: number, s: string, bytes: number): number {
-  if (!bytes) return at
+/** A field's tag and length; its bytes are written after it. */
+function writeHead(buf: Buffer, at: number, tag: number, bytes: number): number {
   buf[at++] = tag
-  at = writeVarint(buf, at, bytes)
-  return at + buf.write(s, at, bytes, 'utf8')
+  return writeVarint(buf, at, bytes)
+}
+
+/** Items given as strings (a page answered from Postgres) as FeedItemBytes. */
+export function feedItemBytes(items: readonly FeedItemOut[]): FeedItemBytes {
+  return {
+    length: items.length,
+    uriSize: (i) => Buffer.byteLength(items[i]!.uri, 'utf8'),
+    repostSize: (i) => Buffer.byteLength(items[i]!.repost, 'utf8'),
+    writeUri: (i, buf, at) => at + buf.write(items[i]!.uri, at, 'utf8'),
+    writeRepost: (i, buf, at) => at + buf.write(items[i]!.repost, at, 'utf8'),
+  }
 }
 
 /** The page as one uncompressed gRPC message frame: flag byte, big-endian length, protobuf. */
-export function timelineFrame(page: TimelinePage): Buffer {
+export function timelineFrame(page: { items: FeedItemBytes; cursor: string }): Buffer {
   const { items, cursor } = page
-  const sizes = new Uint32Array(items.length * 3)
+  const n = items.length
+  const sizes = new Uint32Array(n * 3)
   let total = 0
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!
-    const uri = Buffer.byteLength(item.uri, 'utf8')
-    const repost = Buffer.byteLength(item.repost, 'utf8')
+  for (let i = 0; i < n; i++) {
+    const uri = items.uriSize(i)
+    const repost = items.repostSize(i)
     const size = fieldSize(uri) + fieldSize(repost)
     sizes[i * 3] = uri
     sizes[i * 3 + 1] = repost
@@ -54,13 +65,13 @@ export function timelineFrame(page: TimelinePage): Buffer {
   buf[0] = 0
   buf.writeUInt32BE(total, 1)
   let at = 5
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i]!
-    buf[at++] = RESPONSE_ITEMS
-    at = writeVarint(buf, at, sizes[i * 3 + 2]!)
-    at = writeField(buf, at, ITEM_URI, item.uri, sizes[i * 3]!)
-    at = writeField(buf, at, ITEM_REPOST, item.repost, sizes[i * 3 + 1]!)
+  for (let i = 0; i < n; i++) {
+    at = writeHead(buf, at, RESPONSE_ITEMS, sizes[i * 3 + 2]!)
+    const uri = sizes[i * 3]!
+    if (uri) at = items.writeUri(i, buf, writeHead(buf, at, ITEM_URI, uri))
+    const repost = sizes[i * 3 + 1]!
+    if (repost) at = items.writeRepost(i, buf, writeHead(buf, at, ITEM_REPOST, repost))
   }
-  writeField(buf, at, RESPONSE_CURSOR, cursor, cursorBytes)
+  if (cursorBytes) buf.write(cursor, writeHead(buf, at, RESPONSE_CURSOR, cursorBytes), 'utf8')
   return buf
 }
