@@ -44,6 +44,28 @@ export function feedItemBytes(items: readonly FeedItemOut[]): FeedItemBytes {
   }
 }
 
+/**
+ * Frames are cut from a shared slab, as Node's own pool does for buffers under 4 KB (a page's
+ * frame is 4–5 KB): a view on a slab makes no ArrayBuffer of its own, and each young ArrayBuffer
+ * costs the next young-generation collection a sweep. No byte of a slab is handed out twice: a
+ * full slab is left to its frames, and freed with the last of them.
+ */
+const SLAB_BYTES = 256 * 1024
+let slab = Buffer.allocUnsafeSlow(SLAB_BYTES)
+let slabUsed = 0
+
+function frameBuffer(size: number): Buffer {
+  if (size > SLAB_BYTES / 8) return Buffer.allocUnsafe(size)
+  if (slabUsed + size > SLAB_BYTES) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES)
+    slabUsed = 0
+  }
+  const buf = slab.subarray(slabUsed, slabUsed + size)
+  // Eight-byte aligned, as Node's pool keeps its slices.
+  slabUsed = (slabUsed + size + 7) & ~7
+  return buf
+}
+
 /** The page as one uncompressed gRPC message frame: flag byte, big-endian length, protobuf. */
 export function timelineFrame(page: { items: FeedItemBytes; cursor: string }): Buffer {
   const { items, cursor } = page
@@ -61,7 +83,7 @@ export function timelineFrame(page: { items: FeedItemBytes; cursor: string }): B
   }
   const cursorBytes = Buffer.byteLength(cursor, 'utf8')
   total += fieldSize(cursorBytes)
-  const buf = Buffer.allocUnsafe(5 + total)
+  const buf = frameBuffer(5 + total)
   buf[0] = 0
   buf.writeUInt32BE(total, 1)
   let at = 5
