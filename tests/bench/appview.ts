@@ -29,7 +29,6 @@ import pg from 'pg'
 import { PG_URL } from '../harness/env.ts'
 import { PlcStub, SimKeys } from '../../packages/sim/src/emit/index.ts'
 import { freePort, spawnReady, type Child } from '../harness/processes.ts'
-import { startRedisServer } from '../harness/redis-cluster.ts'
 import { profileWhile } from './inspector.ts'
 import { contextSwitchesByName, cpuByName, minorFaultsByName, processCpu } from './proc.ts'
 import { summarise } from './profile-summary.ts'
@@ -38,6 +37,7 @@ import {
   benchReaders,
   benchSchema,
   ensureLoaded,
+  benchRedis,
   keptRedis,
   spawnOurs,
   spawnStock,
@@ -295,7 +295,7 @@ async function main(): Promise<void> {
     }
     if (only !== 'stock') {
       const keep = process.env.BENCH_REDIS
-      const redis = keep ? keptRedis(keep) : await startRedisServer()
+      const redis = keep ? keptRedis(keep) : await benchRedis()
       const ours = await spawnOurs(schema, redis, `ws://127.0.0.1:${await freePort()}`, true, {
         DATAPLANE_PLC_URL: plc.url,
         DATAPLANE_ALLOW_PRIVATE_NETWORK: 'true',

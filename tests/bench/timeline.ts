@@ -37,7 +37,8 @@
 //                   for ours' load steps; the stock speaks HTTP/1.1 only and is always driven
 //                   by that transport
 //   BENCH_SESSIONS  HTTP/2 sessions per url of the raw driver (default 1, as the AppView has)
-//   BENCH_REDIS     host:port of a Redis to keep timelines in across runs (default: a private one)
+//   BENCH_REDIS     host:port (or a socket's path) of a Redis to keep timelines in across runs
+//                   (default: a private one)
 //   BENCH_OVERLOAD  0: skip ours' overload step (twice the highest rate served in full; it shows
 //                   what is shed, the answered reads' latency, and that none moved to Postgres)
 //   BENCH_PROFILE   a directory: CPU-profile our servers (through their inspectors) during the
@@ -369,14 +370,30 @@ async function redisCpu(redis: Pick<RedisServer, 'cli'>): Promise<number> {
  * A Redis the caller runs (BENCH_REDIS=host:port), kept after the run with its timelines, so
  * a rerun skips rebuilding them from Postgres. Only for iterating on our side.
  */
-export function keptRedis(at: string): Pick<RedisServer, 'host' | 'port' | 'cli' | 'dispose'> {
+export function keptRedis(at: string): BenchRedis {
+  // A socket's path: our servers reach that Redis through it (DATAPLANE_REDIS_NODES takes one).
+  if (at.startsWith('/')) {
+    return {
+      nodes: at,
+      cli: async (...args) => execFileSync('redis-cli', ['-s', at, ...args]).toString(),
+      dispose: async () => {},
+    }
+  }
   const [host = '127.0.0.1', port = '6379'] = at.split(':')
   return {
-    host,
-    port: Number(port),
+    nodes: `${host}:${port}`,
     cli: async (...args) => execFileSync('redis-cli', ['-h', host, '-p', port, ...args]).toString(),
     dispose: async () => {},
   }
+}
+
+/** The bench's Redis: what DATAPLANE_REDIS_NODES names it by, and redis-cli against it. */
+export type BenchRedis = Pick<RedisServer, 'cli' | 'dispose'> & { nodes: string }
+
+/** A private Redis for one run. */
+export async function benchRedis(): Promise<BenchRedis> {
+  const redis = await startRedisServer()
+  return { ...redis, nodes: `${redis.host}:${redis.port}` }
 }
 
 const maxHolding = (results: StepResult[]): number =>
@@ -410,7 +427,7 @@ export interface Ours {
 
 export async function spawnOurs(
   schema: string,
-  redis: Pick<RedisServer, 'host' | 'port'>,
+  redis: Pick<BenchRedis, 'nodes'>,
   firehose: string,
   indexer = true,
   extra: Record<string, string> = {},
@@ -426,7 +443,7 @@ export async function spawnOurs(
       DATAPLANE_PORT: String(port),
       DATAPLANE_FIREHOSE_URLS: firehose,
       DATAPLANE_TIMELINES: 'redis',
-      DATAPLANE_REDIS_NODES: `${redis.host}:${redis.port}`,
+      DATAPLANE_REDIS_NODES: redis.nodes,
       DATAPLANE_INDEXER: String(indexer),
       LOG_LEVEL: 'warn',
       ...extra,
@@ -486,7 +503,7 @@ async function main(): Promise<void> {
     }
   }
   if (only !== 'stock') {
-    const redis = KEEP_REDIS ? keptRedis(KEEP_REDIS) : await startRedisServer()
+    const redis = KEEP_REDIS ? keptRedis(KEEP_REDIS) : await benchRedis()
     const servers: Ours[] = []
     try {
       for (const n of SERVERS) {

@@ -48,6 +48,9 @@ describe('configuration from env', () => {
       celebrityFollowers: Infinity,
       lossyFollowLimit: Infinity,
     })
+    // One Redis on this machine, by its Unix socket.
+    const local = readConfig({ DATAPLANE_REDIS_NODES: '/run/redis/redis.sock' })
+    expect(local.timelines.redisNodes).toEqual([{ path: '/run/redis/redis.sock' }])
     // Without the indexer in the process there is no graph, and so no fan-out.
     const replica = readConfig({ DATAPLANE_INDEXER: 'false', DATAPLANE_TIMELINES: 'redis' })
     expect(replica.graph).toBe(false)
@@ -71,6 +74,12 @@ describe('configuration from env', () => {
     [{ DATAPLANE_TIMELINES: 'disk' }, /DATAPLANE_TIMELINES/],
     [{ DATAPLANE_REDIS_NODES: 'r1:port' }, /DATAPLANE_REDIS_NODES/],
     [{ DATAPLANE_REDIS_NODES: 'r1:99999' }, /DATAPLANE_REDIS_NODES/],
+    [{ DATAPLANE_REDIS_NODES: 'run/redis.sock' }, /DATAPLANE_REDIS_NODES/],
+    [{ DATAPLANE_REDIS_NODES: '/a.sock,/b.sock' }, /DATAPLANE_REDIS_NODES/],
+    [
+      { DATAPLANE_REDIS_NODES: '/a.sock', DATAPLANE_REDIS_CLUSTER: 'true' },
+      /DATAPLANE_REDIS_NODES/,
+    ],
     [{ DATAPLANE_REDIS_PREFIX: 'a{b}' }, /DATAPLANE_REDIS_PREFIX/],
     [{ DATAPLANE_CELEBRITY_FOLLOWERS: '-5' }, /DATAPLANE_CELEBRITY_FOLLOWERS/],
     [{ DATAPLANE_LOSSY_FOLLOW_LIMIT: 'lots' }, /DATAPLANE_LOSSY_FOLLOW_LIMIT/],

@@ -1,6 +1,8 @@
 // The behaviour suite on the shared Redis (127.0.0.1:6379 unless OPENPLANE_TEST_REDIS_HOST),
 // under a key prefix of this run only; then a random workload answered alike by Redis and the
 // in-process store, call by call.
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import type { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
 import {
@@ -18,6 +20,7 @@ import {
 } from '@openplane/timelines'
 import { decodeTimeKey } from '../../packages/server/src/routes/util/pagination.ts'
 import { REDIS_HOST, uniqueName } from '../harness/env.ts'
+import { startRedisServer } from '../harness/redis-cluster.ts'
 import { did, post, repost, timelineStoreBehaviour } from './behaviour.ts'
 import { deleteKeys, redisFactory } from './redis-factory.ts'
 
@@ -38,6 +41,31 @@ async function withOwnStore(
     await deleteKeys(nodes, false, prefix)
   }
 }
+
+describe('RedisTimelineStore through a Unix socket', () => {
+  it('reads and writes as over TCP, with the socket named as its node', async () => {
+    const socket = path.join(tmpdir(), `${uniqueName('op-redis')}.sock`)
+    const server = await startRedisServer(['--unixsocket', socket, '--unixsocketperm', '700'])
+    const client = createRedisClient({ nodes: parseRedisNodes(socket) }) as Redis
+    try {
+      await waitForRedis(client)
+      // The connection is the socket's, not the server's TCP port.
+      expect(String(await client.client('INFO'))).toContain(`addr=${socket}`)
+      const store = new RedisTimelineStore(client, { timeoutMs: 5000 })
+      const reader = did('ux')
+      const items = [
+        post(did('ub'), '2024-05-01T12:00:00.000Z'),
+        post(did('ub'), '2024-05-01T12:00:01.000Z'),
+      ]
+      expect(await store.materialise(reader, items, { complete: true })).toBe(true)
+      const read = await store.home(reader, [], { limit: 10 })
+      expect(read.timeline?.members.map(decodeMember)).toEqual([items[1], items[0]])
+    } finally {
+      client.disconnect()
+      await server.stop()
+    }
+  })
+})
 
 describe('RedisTimelineStore on one Redis', () => {
   const factory = redisFactory(() => parseRedisNodes(REDIS_HOST), false)

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { parseDidList } from '@openplane/backfill'
 import { allowList, type ConnectionLimits } from '@openplane/server'
+import type { RedisNode } from '@openplane/timelines'
 
 export interface Config {
   host: string
@@ -102,7 +103,7 @@ export interface BackfillConfig {
 export interface TimelinesConfig {
   /** Where fan-out timelines live; 'off' answers every home timeline from Postgres. */
   store: 'redis' | 'memory' | 'off'
-  redisNodes: { host: string; port: number }[]
+  redisNodes: RedisNode[]
   redisCluster: boolean
   redisPrefix: string
   /** Entries the graph change feed keeps (a server further behind reloads its graph). */
@@ -174,12 +175,17 @@ function limit(env: Env, name: string, dflt: number): number {
   return int(env, name, dflt, 1, 2 ** 31 - 1)
 }
 
-function redisNodes(env: Env, name: string): { host: string; port: number }[] {
+function redisNodes(env: Env, name: string): RedisNode[] {
   return list(env, name, '127.0.0.1:6379').map((spec) => {
-    const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(spec)
+    // A Redis on the same machine, by its Unix socket.
+    if (spec.startsWith('/')) return { path: spec }
+    // No slash in a host: a relative socket path is refused, not taken for a host name.
+    const m = /^(\[[^\]]+\]|[^:/]+)(?::(\d+))?$/.exec(spec)
     const port = m?.[2] === undefined ? 6379 : Number(m[2])
     if (!m || !m[1] || port < 1 || port > 65535) {
-      throw new ConfigError(`${name} must be host:port[,host:port...], got "${spec}"`)
+      throw new ConfigError(
+        `${name} must be host:port[,host:port...] or a socket's absolute path, got "${spec}"`,
+      )
     }
     return { host: m[1].replace(/^\[|\]$/g, ''), port }
   })
@@ -273,11 +279,19 @@ function timelines(env: Env, withGraph: boolean): TimelinesConfig {
       `DATAPLANE_REDIS_PREFIX must not contain braces or spaces, got "${prefix}"`,
     )
   }
+  const nodes = redisNodes(env, 'DATAPLANE_REDIS_NODES')
+  const cluster = bool(env, 'DATAPLANE_REDIS_CLUSTER', false)
+  if (cluster && nodes.some((n) => 'path' in n)) {
+    throw new ConfigError('DATAPLANE_REDIS_NODES must be host:port seeds for a Redis Cluster')
+  }
+  if (nodes.length > 1 && nodes.some((n) => 'path' in n)) {
+    throw new ConfigError('DATAPLANE_REDIS_NODES takes one socket path, for one Redis')
+  }
   return {
     // Fan-out follows the indexer's commits through the graph: without both, Postgres serves.
     store: withGraph ? store : 'off',
-    redisNodes: redisNodes(env, 'DATAPLANE_REDIS_NODES'),
-    redisCluster: bool(env, 'DATAPLANE_REDIS_CLUSTER', false),
+    redisNodes: nodes,
+    redisCluster: cluster,
     redisPrefix: prefix,
     graphFeedLength: int(env, 'DATAPLANE_GRAPH_FEED_LENGTH', 1_000_000, 1000, 100_000_000),
     targetLength: int(env, 'DATAPLANE_TIMELINE_LENGTH', 500, 10, 100_000),

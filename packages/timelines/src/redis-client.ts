@@ -6,10 +6,8 @@ import { withDeadline } from './errors.ts'
 
 export type RedisClient = Redis | Cluster
 
-export interface RedisNode {
-  host: string
-  port: number
-}
+/** A Redis by its address, or (one Redis on the same machine) by its Unix socket's path. */
+export type RedisNode = { host: string; port: number } | { path: string }
 
 export interface RedisClientOptions {
   /** One Redis, or Cluster seed nodes. */
@@ -20,13 +18,14 @@ export interface RedisClientOptions {
   connectTimeoutMs?: number
 }
 
-/** `host:port[,host:port…]` (what an env variable holds) into nodes. */
+/** `host:port[,host:port…]`, or a socket's absolute path (what an env variable holds), into nodes. */
 export function parseRedisNodes(spec: string): RedisNode[] {
   return spec
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
     .map((s) => {
+      if (s.startsWith('/')) return { path: s }
       const i = s.lastIndexOf(':')
       const port = i < 0 ? 6379 : Number(s.slice(i + 1))
       if (!Number.isInteger(port) || port <= 0) throw new TypeError(`bad Redis address: ${s}`)
@@ -43,7 +42,12 @@ export function createRedisClient(opts: RedisClientOptions): RedisClient {
   const [first] = opts.nodes
   if (!first) throw new TypeError('no Redis node given')
   if (opts.cluster) {
-    return new Cluster([...opts.nodes], {
+    const seeds = opts.nodes.map((node) => {
+      if ('path' in node)
+        throw new TypeError('a Redis Cluster is reached by host:port, not a socket')
+      return node
+    })
+    return new Cluster(seeds, {
       enableOfflineQueue: false,
       // No auto-pipelining on Cluster: a pipeline that meets MOVED/ASK for only some of its
       // commands hands those errors back instead of following them (batch calls are large anyway).
@@ -56,8 +60,8 @@ export function createRedisClient(opts: RedisClientOptions): RedisClient {
     })
   }
   return new Redis({
-    host: first.host,
-    port: first.port,
+    // A Unix socket spares both sides the TCP stack: a Redis on the same machine.
+    ...('path' in first ? { path: first.path } : { host: first.host, port: first.port }),
     enableOfflineQueue: false,
     // No auto-pipelining: it keeps each command's objects (its arguments, the reply) reachable
     // through the pipelines that follow it, so every one of them survives a minor GC and is
