@@ -18,7 +18,7 @@ export interface RedisClientOptions {
   connectTimeoutMs?: number
 }
 
-/** `host:port[,host:port…]`, or a socket's absolute path (what an env variable holds), into nodes. */
+/** `host:port[,host:port…]`, or one socket's absolute path (an env variable's text), into nodes. */
 export function parseRedisNodes(spec: string): RedisNode[] {
   return spec
     .split(',')

@@ -1,9 +1,9 @@
 // A GetTimelineResponse written straight into its gRPC frame: the hottest answer the dataplane
 // gives (every home timeline page), encoded without building a message object and walking its
 // reflection data, into one buffer that already holds the 5-byte gRPC prefix. The items write
-// their own bytes (FeedItemBytes): a page from the store copies them out of its members. Byte for byte what
-// protobuf-es writes for the same page (fields in number order, empty strings left out); a test
-// holds the two equal.
+// their own bytes (FeedItemBytes): a page from the store copies them out of its members. Byte
+// for byte what protobuf-es writes for the same page (fields in number order, empty strings left
+// out); a test holds the two equal.
 import type { FeedItemBytes, FeedItemOut } from './feed-item.ts'
 
 /** TimelineFeedItem.uri, .repost and GetTimelineResponse.items, .cursor: length-delimited tags. */
