@@ -27,6 +27,16 @@ function adjacency(graph: Graph, dids: readonly string[]) {
   }))
 }
 
+/** `count` random follows among ACTORS, in Postgres and loaded into a graph from there. */
+async function loadedRandomGraph(seed: number, count: number) {
+  const { db } = await pg.create()
+  const rand = random(seed)
+  const pairs = randomFollows(ACTORS, count, rand)
+  await insertFollows(db, pairs)
+  const { graph } = await Graph.loadFromPostgres(db)
+  return { db, graph, pairs, rand }
+}
+
 describe('Graph', () => {
   it('adds and removes follows, with counts in both directions', async () => {
     const { db } = await pg.create()
@@ -68,11 +78,7 @@ describe('Graph', () => {
   })
 
   it('answers GetFollowsFollowing as the stock query does, on a random graph', async () => {
-    const { db } = await pg.create()
-    const rand = random(42)
-    const pairs = randomFollows(ACTORS, 5000, rand)
-    await insertFollows(db, pairs)
-    const { graph } = await Graph.loadFromPostgres(db)
+    const { db, graph, rand } = await loadedRandomGraph(42, 5000)
     expect(graph.edgeCount).toBe(5000)
 
     const viewers = [
@@ -116,12 +122,8 @@ describe('Graph', () => {
   })
 
   it('names the members of a set the viewer follows, call after call, as plain sets do', async () => {
-    const { db } = await pg.create()
-    const rand = random(7)
-    const pairs = randomFollows(ACTORS, 6000, rand)
-    await insertFollows(db, pairs)
     // Loaded: small sets packed in the arena; then changed: some live again.
-    const { graph } = await Graph.loadFromPostgres(db)
+    const { graph, pairs, rand } = await loadedRandomGraph(7, 6000)
     const extra = randomFollows(ACTORS, 300, rand)
     await graph.addFollows(extra)
     const following = new Map<string, Set<string>>()
