@@ -18,12 +18,18 @@ const NOTHING: Read = Object.freeze({
   slice: Object.freeze({ members: Object.freeze([]), ghost: undefined }),
 })
 
+/** Whether a list whose sentinel is `state` is materialised. */
+const isReady = (state: string): boolean => state === READY || state === TRUNCATED
+
+/** A list's horizon: its lowest member when its sentinel says it has one ('' when none was read). */
+const horizonOf = (state: string, lowest: string): string | undefined =>
+  (state === TRUNCATED || state === WARMING_T) && lowest ? lowest : undefined
+
 /** A SLICES row: sentinel, lowest member, then the range. */
 export function parseSlice(row: readonly string[], count: number): Read {
   const [state = '', lowest = '', ...range] = row
-  const ghost = (state === TRUNCATED || state === WARMING_T) && lowest ? lowest : undefined
-  const ready = state === READY || state === TRUNCATED
-  return { head: { ready, ghost }, slice: sliceOf(range, count, ghost) }
+  const ghost = horizonOf(state, lowest)
+  return { head: { ready: isReady(state), ghost }, slice: sliceOf(range, count, ghost) }
 }
 
 /** Separators of the HOME reply: between lists, and between a list's three fields. */
@@ -52,19 +58,13 @@ function homeList(reply: string, start: number, end: number, count: number): Rea
   const b = a < 0 ? -1 : reply.indexOf(FIELD_SEP, a + 1)
   if (a < 0 || b < 0 || b >= end)
     throw new Error('the HOME script answered a list without its fields')
-  const truncated = isState(reply, start, a, TRUNCATED)
-  const ready = truncated || isState(reply, start, a, READY)
-  const ghost =
-    (truncated || isState(reply, start, a, WARMING_T)) && b > a + 1
-      ? reply.slice(a + 1, b)
-      : undefined
+  const state = reply.slice(start, a)
+  const ready = isReady(state)
+  const ghost = horizonOf(state, reply.slice(a + 1, b))
   if (b + 1 === end && ready && ghost === undefined) return NOTHING
   const rows = b + 1 === end ? [] : reply.slice(b + 1, end).split('\n')
   return { head: { ready, ghost }, slice: sliceOf(rows, count, ghost) }
 }
-
-const isState = (reply: string, start: number, end: number, state: string): boolean =>
-  end - start === state.length && reply.startsWith(state, start)
 
 /** Authors' lists merged into one page; the unmaterialised ones are missing. */
 export function authorPage(
