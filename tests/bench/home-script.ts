@@ -4,7 +4,8 @@
 // one at a time, with each reader's celebrities (followed accounts with at least
 // BENCH_CELEBRITY_FOLLOWERS followers, as the server picks them), and prints Redis's own time
 // per call (its INFO commandstats, before and after: nothing is reset), the ZRANGEs a call
-// makes, the celebrity lists it reads and the wall time of a call from here. Only ours has such
+// makes, the celebrity lists it reads, how many came from the copies the store keeps (the
+// first round makes them) and the wall time of a call from here. Only ours has such
 // a script, so there is no stock side: this is the Redis part of a read, to measure changes to
 // the script. Not part of CI.
 //
@@ -79,11 +80,14 @@ async function main(): Promise<void> {
       const before = String(await client.info('commandstats'))
       const wall: number[] = []
       let ready = 0
+      const copies = { named: 0, used: 0 }
       for (const reader of readers) {
         const t0 = performance.now()
         const read = await store.home(reader, celebrities.get(reader) ?? [], { limit: LIMIT })
         wall.push((performance.now() - t0) * 1000)
         if (read.timeline) ready++
+        copies.named += read.copies?.named ?? 0
+        copies.used += read.copies?.used ?? 0
       }
       const after = String(await client.info('commandstats'))
       const [e0, e1] = [commandStat(before, 'evalsha'), commandStat(after, 'evalsha')]
@@ -95,7 +99,8 @@ async function main(): Promise<void> {
       const p50 = wall[Math.floor(wall.length / 2)]!
       log(
         `round ${round + 1}: ${calls} calls, Redis ${usec.toFixed(1)} µs a call, ${zrange.toFixed(1)} ZRANGEs a call, ` +
-          `wall p50 ${p50.toFixed(0)} µs, ${ready} of ${count} timelines materialised`,
+          `wall p50 ${p50.toFixed(0)} µs, ${ready} of ${count} timelines materialised, ` +
+          `${copies.used} of ${copies.named} celebrity lists from this process's copies`,
       )
       if (!best || usec < best.usec) best = { usec, zrange, p50 }
     }

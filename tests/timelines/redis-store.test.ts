@@ -15,6 +15,7 @@ import {
   RedisTimelineStore,
   seededRandom,
   waitForRedis,
+  type HomeRead,
   type TimelineItem,
   type TimelineStore,
 } from '@openplane/timelines'
@@ -74,8 +75,48 @@ describe('RedisTimelineStore on one Redis', () => {
 
   it('answers a random workload exactly as MemoryTimelineStore does', async () => {
     const opts = { targetLength: 20, authorTargetLength: 12 }
-    const stores: TimelineStore[] = [new MemoryTimelineStore(opts), await factory.make(opts)]
-    const rand = seededRandom(77)
+    const redis = await factory.make(opts)
+    await randomWorkload({ memory: new MemoryTimelineStore(opts), redis, reads: redis })
+  })
+
+  it('answers home reads from copies of celebrity lists exactly, while another process writes them', async () => {
+    // The reading store keeps copies; every write goes through the other, as the indexer's
+    // process writes what the servers read. A copy that outlived a write answers wrong.
+    const opts = { targetLength: 20, authorTargetLength: 12 }
+    const nodes = parseRedisNodes(REDIS_HOST)
+    const prefix = `${uniqueName('opcp')}:`
+    const open = async () => {
+      const client = createRedisClient({ nodes })
+      await waitForRedis(client)
+      return new RedisTimelineStore(client, { ...opts, prefix, timeoutMs: 5000 })
+    }
+    const [redis, reads] = [await open(), await open()]
+    try {
+      const copied = await randomWorkload(
+        { memory: new MemoryTimelineStore(opts), redis, reads },
+        { seed: 78, homeShare: 0.3, count: 1200 },
+      )
+      // Both ways were taken many times: lists answered from copies, and lists read.
+      expect(copied.used).toBeGreaterThan(100)
+      expect(copied.named - copied.used).toBeGreaterThan(100)
+    } finally {
+      await Promise.all([redis.close(), reads.close()])
+      await deleteKeys(nodes, false, prefix)
+    }
+  })
+
+  /**
+   * A seeded random workload on the memory store and on Redis, every answer compared; home
+   * reads on Redis go to `reads` (which may be another store on the same keys). `homeShare`:
+   * ops that are first-page home reads, besides the mix; `count` ops in all. Returns the celebrity lists home reads
+   * on Redis named, and how many came from copies.
+   */
+  async function randomWorkload(
+    { memory, redis, reads }: { memory: TimelineStore; redis: TimelineStore; reads: TimelineStore },
+    { seed = 77, homeShare = 0, count = 400 } = {},
+  ): Promise<{ named: number; used: number }> {
+    const stores: TimelineStore[] = [memory, redis]
+    const rand = seededRandom(seed)
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!
     const readers = Array.from({ length: 6 }, (_, i) => did(`rd${'abcdef'[i]}`))
     const authors = Array.from({ length: 4 }, (_, i) => did(`au${'abcd'[i]}`))
@@ -98,7 +139,22 @@ describe('RedisTimelineStore on one Redis', () => {
     const ops: [string, (s: TimelineStore, store: number) => Promise<unknown>][] = []
     // Each store's rebuild tokens, by reader: tokens differ, what they allow must not.
     const tokens = [new Map<string, string>(), new Map<string, string>()]
-    for (let i = 0; i < 400; i++) {
+    for (let i = 0; i < count; i++) {
+      if (homeShare && rand() < homeShare) {
+        const [rd, cs, limit] = [pick(readers), authors.filter(() => rand() < 0.8), 4]
+        ops.push(['home', (s) => s.home(rd, cs, { limit })])
+        continue
+      }
+      if (homeShare && rand() < 0.1 && seen.length) {
+        // An author's item deleted: out of the author's list (by uri or as the exact item).
+        // A recent one, so that it is often on a list's first page.
+        const x = pick(seen.slice(-20))
+        const uri = x.repost ?? x.uri
+        const author = uri.split('/')[2]!
+        const target = rand() < 0.5 ? uri : x
+        ops.push(['removeAuthorRecent', (s) => s.removeAuthorRecent(author, target)])
+        continue
+      }
       const r = rand()
       if (r < 0.35) {
         const [rs, x] = [someReaders(), fresh()]
@@ -173,9 +229,19 @@ describe('RedisTimelineStore on one Redis', () => {
       }
     }
     const answers: unknown[] = []
+    const copied = { named: 0, used: 0 }
     for (const [i, [name, op]] of ops.entries()) {
-      const [mem, red] = [await op(stores[0]!, 0), await op(stores[1]!, 1)]
-      expect(red, `op ${i}: ${name}`).toEqual(mem)
+      const home = name === 'home'
+      const [mem, red] = [await op(memory, 0), await op(home ? reads : redis, 1)]
+      let answer = red
+      if (home) {
+        // How many lists came from copies is the Redis store's own account.
+        const { copies, ...rest } = red as HomeRead
+        copied.named += copies?.named ?? 0
+        copied.used += copies?.used ?? 0
+        answer = rest
+      }
+      expect(answer, `op ${i}: ${name}`).toEqual(mem)
       answers.push(mem)
     }
     // The workload reached the interesting states: trimmed lists, exact and inexact pages.
@@ -185,8 +251,9 @@ describe('RedisTimelineStore on one Redis', () => {
     expect(pagesSeen.filter((p) => p.complete && p.items.length > 3).length).toBeGreaterThan(5)
     expect(pagesSeen.filter((p) => !p.complete).length).toBeGreaterThan(5)
     const pages = (s: TimelineStore) => Promise.all(readers.map((r) => s.page(r, { limit: 100 })))
-    expect(await pages(stores[1]!)).toEqual(await pages(stores[0]!))
-  })
+    expect(await pages(redis)).toEqual(await pages(memory))
+    return copied
+  }
 
   it('passes over celebrity lists with nothing new enough for the page, and only those', async () => {
     await withOwnStore('ophd', async (store, client, prefix) => {
@@ -253,6 +320,67 @@ describe('RedisTimelineStore on one Redis', () => {
       await store.materialiseAuthor(old, [odd], { complete: true })
       expect(await client.hget(heads, listOf(old))).toBe('99999999999999')
       expect((await home()).members).toEqual([freshItem])
+    })
+  })
+
+  it('uses a copy of a celebrity list only while its version holds, even across lost data', async () => {
+    await withOwnStore('opcv', async (writer, client, prefix) => {
+      const reads = new RedisTimelineStore(
+        createRedisClient({ nodes: parseRedisNodes(REDIS_HOST) }),
+        {
+          prefix,
+          timeoutMs: 5000,
+        },
+      )
+      try {
+        const at = (s: number) => new Date(Date.UTC(2024, 4, 1, 12, 0, s)).toISOString()
+        const [reader, celeb] = [did('cvreader'), did('cvceleb')]
+        const listKey = `${prefix}a:{${celeb}}`
+        const versionOf = async () => Number(await client.hget(`${prefix}heads:v`, listKey))
+        const home = async () => {
+          const read = await reads.home(reader, [celeb], { limit: 3 })
+          return { members: read.celebrities?.members.map(decodeMember), read }
+        }
+        // A timeline short of a page: the celebrity's list is merged whole.
+        await writer.materialise(reader, [post(did('cvother'), at(1))], { complete: true })
+        await writer.materialiseAuthor(reader, [], { complete: true })
+        const first = post(celeb, at(2))
+        await writer.materialiseAuthor(celeb, [first], { complete: true })
+        expect((await home()).read.copies).toEqual({ named: 1, used: 0 })
+        const again = await home()
+        expect(again.read.copies).toEqual({ named: 1, used: 1 })
+        expect(again.members).toEqual([first])
+
+        // Written by another process: a new version, read again, then copied again.
+        const v1 = await versionOf()
+        const second = post(celeb, at(3))
+        await writer.pushAuthorRecent(celeb, second)
+        expect(await versionOf()).toBeGreaterThan(v1)
+        const pushed = await home()
+        expect(pushed.read.copies).toEqual({ named: 1, used: 0 })
+        expect(pushed.members).toEqual([second, first])
+        expect((await home()).read.copies).toEqual({ named: 1, used: 1 })
+
+        // Redis loses everything of the list, its version and the counter; the list comes back
+        // with other items: its new version is none it had before.
+        const v2 = await versionOf()
+        await client.del(listKey, `${prefix}heads:v`, `${prefix}heads:n`, `${prefix}heads`)
+        const third = post(celeb, at(4))
+        await writer.materialiseAuthor(celeb, [first, third], { complete: true })
+        expect(await versionOf()).toBeGreaterThan(v2)
+        const rebuilt = await home()
+        expect(rebuilt.read.copies).toEqual({ named: 1, used: 0 })
+        expect(rebuilt.members).toEqual([third, first])
+
+        // Deleted behind the scripts' back, its version left: not served from the copy.
+        await home()
+        await client.del(listKey)
+        const gone = await home()
+        expect(gone.read.copies).toEqual({ named: 1, used: 0 })
+        expect(gone.read.celebrities?.missing).toEqual([celeb])
+      } finally {
+        await reads.close()
+      }
     })
   })
 

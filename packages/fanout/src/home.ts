@@ -16,8 +16,20 @@ import {
   type TimelineStore,
 } from '@openplane/timelines'
 import type { Celebrities } from './celebrities.ts'
-import { evicted, reads, rebuilds, staleDropped, storeErrors, storeHealthy } from './metrics.ts'
+import {
+  celebrityLists,
+  evicted,
+  reads,
+  rebuilds,
+  staleDropped,
+  storeErrors,
+  storeHealthy,
+} from './metrics.ts'
 import type { FeedSource } from './source.ts'
+
+// Bound once: a read counts its lists without looking the labels up.
+const copiedLists = celebrityLists.labels('copy')
+const readLists = celebrityLists.labels('redis')
 
 const log = childLogger('timelines')
 
@@ -241,6 +253,10 @@ export class HomeTimelines {
         this.store.home(reader, this.celebrities.followedBy(reader), opts),
       ])
       const { timeline: page, own, celebrities: followed } = got
+      if (got.copies && followed) {
+        copiedLists.inc(got.copies.used)
+        readLists.inc(got.copies.named - got.copies.used)
+      }
       const missing = [...(followed?.missing ?? []), ...own.missing]
       if (!page || missing.length) {
         const build = missing.map((author) => this.seedAuthor(author))

@@ -7,6 +7,11 @@ export const reads = counter(
   'Home timeline reads by the path that answered (store, postgres; refused: overloaded, answered resource_exhausted) and why',
   ['path', 'reason'],
 )
+export const celebrityLists = counter(
+  'openplane_timeline_celebrity_lists_total',
+  'Celebrity lists merged into home timeline reads, by how they were had (copy: the copy this process keeps still held; redis: read)',
+  ['how'],
+)
 export const fanoutWrites = counter(
   'openplane_timeline_fanout_writes_total',
   'Feed items written into reader timelines (materialised readers only)',

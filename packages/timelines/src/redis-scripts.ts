@@ -84,6 +84,28 @@ local function set_head(heads, k)
   local top = redis.call('ZRANGE', k, '(\\127', '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)[1]
   redis.call('HSET', heads, k, top and (time_of(top) or '99999999999999') or '0')
 end
+-- Versions: a hash beside the heads (heads .. ':v') giving each materialised author list a number
+-- that changes with every write to it, so that a process keeping a copy of a list's top (a home
+-- read's celebrity lists, redis-store.ts) can ask whether its copy still holds instead of reading
+-- the list again. The numbers come from one counter (heads .. ':n') begun at Redis's clock in µs
+-- when it is missing: a number is never given twice, not even after Redis lost its data, as the
+-- counter grows by one a write, slower than the clock. Every step that unmaterialises an author
+-- list removes its number with its time. Formatted with %d: Lua would print a number this size
+-- in exponent form.
+local function bump(heads, k)
+  local n = heads .. ':n'
+  local v = redis.call('INCR', n)
+  if v == 1 then
+    local t = redis.call('TIME')
+    v = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', n, string.format('%d', v))
+  end
+  redis.call('HSET', heads .. ':v', k, string.format('%d', v))
+end
+local function unversion(heads, k)
+  redis.call('HDEL', heads, k)
+  redis.call('HDEL', heads .. ':v', k)
+end
 local function feed_field(m)
   local r = string.find(m, '\\2', 1, true)
   if r then return string.sub(m, r + 1), true end
@@ -127,7 +149,10 @@ for _, k in ipairs(keys) do
     if n > 0 then
       local items = redis.call('ZCARD', k) - 1 - (ghosted and 1 or 0)
       if items > above then trim(k, s, items, target) end
-      if heads ~= '' and (s == READY or s == TRUNCATED) then set_head(heads, k) end
+      if heads ~= '' and (s == READY or s == TRUNCATED) then
+        set_head(heads, k)
+        bump(heads, k)
+      end
     end
     total = total + n
   end
@@ -136,35 +161,42 @@ return total
 `)
 
 /**
- * Batch; arguments: 'u' (by feed uri: post field, repost field), 'o' (by originator: two
- * prefixes of the feed field) or 'm' (exact members). Returns how many were removed in all. A
- * list under rebuild is dropped instead (the rebuild is cancelled; see cancel_rebuild).
+ * Batch; arguments: heads ('' for timelines), then 'u' (by feed uri: post field, repost field),
+ * 'o' (by originator: two prefixes of the feed field) or 'm' (exact members). Returns how many
+ * were removed in all. A list under rebuild is dropped instead (the rebuild is cancelled; see
+ * cancel_rebuild). A materialised author list that lost members gets a new version (its head's
+ * time may stay higher than its head: that only costs a read).
  */
 export const REMOVE = script(`
 local keys, args = batch()
+local heads, how, a, b = args[1], args[2], args[3], args[4]
 local n = 0
 for _, k in ipairs(keys) do
-  if cancel_rebuild(k, state(k)) then
+  local s = state(k)
+  local removed = 0
+  if cancel_rebuild(k, s) then
     n = n + 1
-  elseif args[1] == 'm' then
-    for i = 2, #args do n = n + redis.call('ZREM', k, args[i]) end
+  elseif how == 'm' then
+    for i = 3, #args do removed = removed + redis.call('ZREM', k, args[i]) end
   else
     for _, m in ipairs(redis.call('ZRANGE', k, '-', '(\\127', 'BYLEX')) do
       if not is_ghost(m) then
         local f, repost = feed_field(m)
         local hit
-        if args[1] == 'u' then
-          hit = f == (repost and args[3] or args[2])
+        if how == 'u' then
+          hit = f == (repost and b or a)
         else
-          hit = string.sub(f, 1, #args[2]) == args[2] or string.sub(f, 1, #args[3]) == args[3]
+          hit = string.sub(f, 1, #a) == a or string.sub(f, 1, #b) == b
         end
         if hit then
           redis.call('ZREM', k, m)
-          n = n + 1
+          removed = removed + 1
         end
       end
     end
   end
+  if removed > 0 and heads ~= '' and (s == READY or s == TRUNCATED) then bump(heads, k) end
+  n = n + removed
 end
 return n
 `)
@@ -180,7 +212,7 @@ local n = 0
 for _, k in ipairs(keys) do
   n = n + redis.call('DEL', k)
   redis.call('DEL', lease_of(k))
-  if heads ~= '' then redis.call('HDEL', heads, k) end
+  if heads ~= '' then unversion(heads, k) end
 end
 return n
 `)
@@ -195,7 +227,7 @@ export const START = script(`
 local k = KEYS[1]
 if redis.call('SET', lease_of(k), ARGV[1], 'NX', 'PX', ARGV[2]) == false then return 0 end
 redis.call('DEL', k)
-if ARGV[3] ~= '' then redis.call('HDEL', ARGV[3], k) end
+if ARGV[3] ~= '' then unversion(ARGV[3], k) end
 redis.call('ZADD', k, 0, WARMING)
 return 1
 `)
@@ -251,7 +283,10 @@ local st = hr >= 0 and TRUNCATED or READY
 local items = redis.call('ZCARD', k) - (hr >= 0 and 1 or 0)
 redis.call('ZADD', k, 0, st)
 if items > tonumber(ARGV[1]) then trim(k, st, items, tonumber(ARGV[1])) end
-if ARGV[4] ~= '' then set_head(ARGV[4], k) end
+if ARGV[4] ~= '' then
+  set_head(ARGV[4], k)
+  bump(ARGV[4], k)
+end
 return 1
 `)
 
@@ -290,7 +325,8 @@ return out
 /**
  * Read-only; everything a home timeline page reads, in one call. KEYS[1] the reader's timeline;
  * ARGV[1] count, ARGV[2] max (ZRANGE BYLEX bound), ARGV[3] the reader's own list, ARGV[4] heads
- * (or ''), ARGV[5..] the followed celebrities' lists. The reply is one string (one bulk reply to
+ * (or ''), ARGV[5] how many celebrities (n), ARGV[6..5+n] the followed celebrities' lists, then
+ * optionally n versions: the caller's copies (see below). The reply is one string (one bulk reply to
  * parse, not three per list): the lists joined by \x1d, each as sentinel (or ''), \x1e, horizon,
  * \x1e, then up to count + 1 members from max down joined by '\n' (members hold none of these).
  * The celebrities' lists are read only when the timeline is materialised, and only down to the
@@ -308,6 +344,14 @@ return out
  * the range (its last row) or below the range's low end, where it cannot cut the page. A later
  * page reads the sentinel and the ghost on their own, as a ghost above the cursor leaves the
  * range empty. Every call a list needs less counts: Redis spends most of a read here.
+ *
+ * Copies: with versions given (a first page, with heads), the caller holds copies of some
+ * celebrity lists' tops ('' for none). A list whose version still is the copy's answers \x1f
+ * alone (and must still exist, as above); every other list not passed over is read whole (its
+ * top count + 2 rows, not down to the floor: the caller keeps it as its new copy) and answers
+ * sentinel (or ''), \x1e, version (or '': not materialised, or written before versions were
+ * kept), \x1e, its rows below the sentinel; a passed-over list answers as materialised, without a
+ * version, and empty. The caller cuts each to the floor itself.
  */
 export const HOME = script(`
 local count, max = tonumber(ARGV[1]), ARGV[2]
@@ -370,33 +414,62 @@ if ready and count > 0 and #rows - from + 1 >= count then
   end
   if full then min = '[' .. rows[from + count - 1] end
 end
+local n = tonumber(ARGV[5])
+local c1, cn = 6, 5 + n
 -- The own list down to the same floor when there are celebrities to read with it.
-read(ARGV[3], #ARGV >= 5 and min or '-')
+read(ARGV[3], n > 0 and min or '-')
 if not ready then return reply() end
-local heads, passed, NO_ROWS = ARGV[4], {}, {}
-local floor = min ~= '-' and heads ~= '' and #ARGV >= 5 and time_of(string.sub(min, 2))
-if floor then
-  floor = tonumber(floor)
+local heads, passed, copied, versions, NO_ROWS = ARGV[4], {}, {}, {}, {}
+local copies = first and heads ~= '' and #ARGV == cn + n
+local floor = min ~= '-' and heads ~= '' and n > 0 and time_of(string.sub(min, 2))
+if floor then floor = tonumber(floor) end
+if floor or copies then
   -- In chunks: unpack has a stack limit, and a reader may follow thousands of celebrities.
   local present = true
-  for c = 5, #ARGV, 1000 do
-    local last = math.min(#ARGV, c + 999)
-    local times = redis.call('HMGET', heads, unpack(ARGV, c, last))
+  for c = c1, cn, 1000 do
+    local last = math.min(cn, c + 999)
     local keys = {}
-    for i = c, last do
-      local t = times[i - c + 1]
-      if t and tonumber(t) < floor then
-        passed[i] = true
-        keys[#keys + 1] = ARGV[i]
+    if floor then
+      local times = redis.call('HMGET', heads, unpack(ARGV, c, last))
+      for i = c, last do
+        local t = times[i - c + 1]
+        if t and tonumber(t) < floor then
+          passed[i] = true
+          keys[#keys + 1] = ARGV[i]
+        end
+      end
+    end
+    if copies then
+      local vs = redis.call('HMGET', heads .. ':v', unpack(ARGV, c, last))
+      for i = c, last do
+        local v = vs[i - c + 1]
+        if v and not passed[i] then
+          versions[i] = v
+          if v == ARGV[i + n] then
+            copied[i] = true
+            keys[#keys + 1] = ARGV[i]
+          end
+        end
       end
     end
     if #keys > 0 and redis.call('EXISTS', unpack(keys)) ~= #keys then present = false end
   end
-  if not present then passed = {} end
+  if not present then passed, copied = {}, {} end
 end
-for i = 5, #ARGV do
+for i = c1, cn do
   if passed[i] then
     put(READY, '', NO_ROWS, 1)
+  elseif copied[i] then
+    out[#out + 1] = '\\31'
+    out[#out + 1] = '\\29'
+  elseif copies then
+    local rows = redis.call('ZRANGE', ARGV[i], '+', '-', 'BYLEX', 'REV', 'LIMIT', '0', upto2)
+    local s = rows[1]
+    if s and GHOSTED[s] then
+      put(s, (s == READY or s == TRUNCATED) and versions[i] or '', rows, 2)
+    else
+      put('', '', NO_ROWS, 1)
+    end
   else
     read(ARGV[i], min)
   end

@@ -4,6 +4,9 @@
 //   <prefix>t:{<reader>}:w the lease of a rebuild under way (and <prefix>a:{<author>}:w)
 //   <prefix>heads          hash: author list key → its head's time to the second, while materialised
 //                          (single Redis only; lets a home read pass over lists, redis-scripts.ts)
+//   <prefix>heads:v        hash: author list key → its version, while materialised (the same; lets a
+//                          process keep a copy of a celebrity list's top)
+//   <prefix>heads:n        the counter versions are taken from
 //   <prefix>active         reader → last active epoch ms (the hibernation index)
 //   <prefix>activated      stream of readers whose rebuild started (the fan-out writer's feed)
 //   <prefix>lease:<name>   a periodic task's lease among processes sharing the store
@@ -41,7 +44,15 @@ import {
 } from './redis-scripts.ts'
 import { composeHome, type MemberReads } from './home-read.ts'
 import { checkLength, pageCount, rebuildMembers, trimAbove } from './rebuild.ts'
-import { authorPage, homeReads, parseSlice, type Head, type Read } from './redis-reads.ts'
+import {
+  authorPage,
+  homeReads,
+  parseSlice,
+  type CopyReads,
+  type Head,
+  type ListCopy,
+  type Read,
+} from './redis-reads.ts'
 import { mergeSlices, type Slice } from './slices.ts'
 import { keySlot } from './slot.ts'
 import { TurnWrites } from './turn-writes.ts'
@@ -77,7 +88,15 @@ export interface RedisTimelineStoreOptions extends TimelineStoreOptions {
   onError?: (err: Error) => void
   /** Entries kept in the activation log (approximately; older ones are trimmed). */
   activationLogLength?: number
+  /**
+   * Celebrity lists whose top a process keeps a copy of for home reads (single Redis only; 0:
+   * none). A copy is about `authorTargetLength`'s first page of members, some 5 KB.
+   */
+  celebrityCopies?: number
 }
+
+/** Celebrity list copies kept by default: at ~5 KB each, up to ~25 MB a process. */
+export const DEFAULT_CELEBRITY_COPIES = 5000
 
 export class RedisTimelineStore implements TimelineStore {
   readonly targetLength: number
@@ -100,6 +119,13 @@ export class RedisTimelineStore implements TimelineStore {
    * when it reaches CELEBRITY_KEYS_CACHED.
    */
   readonly #celebrityKeys = new Map<string, string>()
+  /**
+   * Copies of celebrity lists' tops, by key (redis-reads.ts ListCopy): most lists a home read
+   * names have not changed since the last read that named them, and asking whether a copy still
+   * holds costs Redis a hash lookup instead of a range. Insertion order is age.
+   */
+  readonly #copies = new Map<string, ListCopy>()
+  readonly #copiesKept: number
 
   /** Takes ownership of `client` (see createRedisClient): `close()` quits it. */
   constructor(client: RedisClient, opts: RedisTimelineStoreOptions = {}) {
@@ -117,6 +143,7 @@ export class RedisTimelineStore implements TimelineStore {
       'activationLogLength',
       opts.activationLogLength ?? 100_000,
     )
+    this.#copiesKept = Math.max(0, Math.floor(opts.celebrityCopies ?? DEFAULT_CELEBRITY_COPIES))
     this.#turn = client instanceof Cluster ? undefined : new TurnWrites(client)
     this.#heads = client instanceof Cluster ? '' : `${this.#prefix}heads`
     const onError = opts.onError ?? (() => {})
@@ -136,11 +163,12 @@ export class RedisTimelineStore implements TimelineStore {
   }
 
   async remove(readers: readonly string[], target: string | TimelineItem): Promise<number> {
-    return this.#batched('remove', readers, (r) => this.#timeline(r), REMOVE, removeArgs(target))
+    const args = ['', ...removeArgs(target)]
+    return this.#batched('remove', readers, (r) => this.#timeline(r), REMOVE, args)
   }
 
   async removeOriginator(readers: readonly string[], did: string): Promise<number> {
-    const args = ['o', ...originatorPrefixes(did)]
+    const args = ['', 'o', ...originatorPrefixes(did)]
     return this.#batched('removeOriginator', readers, (r) => this.#timeline(r), REMOVE, args)
   }
 
@@ -165,17 +193,30 @@ export class RedisTimelineStore implements TimelineStore {
     }
     const count = pageCount(opts.limit)
     const authors = [...new Set(celebrities)]
-    const args = [
+    const keys = authors.map((a) => this.#celebrityKey(a))
+    const args: (string | number)[] = [
       count,
       lexMax(opts.before),
       this.#author(reader),
       this.#heads,
-      ...authors.map((a) => this.#celebrityKey(a)),
+      keys.length,
+      ...keys,
     ]
+    // Copies serve first pages only (a later page reads below a cursor), and need the versions
+    // kept beside the heads.
+    let copies: CopyReads | undefined
+    if (opts.before === undefined && this.#heads && keys.length && this.#copiesKept > 0) {
+      const named = keys.map((k) => {
+        const copy = this.#copies.get(k)
+        return copy && copy.count >= count ? copy : undefined
+      })
+      for (const copy of named) args.push(copy ? copy.version : '')
+      copies = { named, keep: (i, copy) => this.#keepCopy(keys[i]!, copy), used: 0 }
+    }
     const reply = (await this.#op('home', () =>
       this.#eval(HOME, [this.#timeline(reader)], args),
     )) as string
-    const lists = homeReads(reply, count)
+    const lists = homeReads(reply, count, copies)
     const [tl, own] = lists as [Read, Read]
     const timeline = tl.head.ready ? mergeSlices([tl.slice], count) : null
     if (lists.length !== (timeline ? 2 + authors.length : 2))
@@ -190,7 +231,16 @@ export class RedisTimelineStore implements TimelineStore {
       timeline,
       own: ownPage,
       celebrities: authorPage(lists.slice(2), authors, count, floor),
+      copies: { named: keys.length, used: copies?.used ?? 0 },
     }
+  }
+
+  /** Keeps a celebrity list's copy, the oldest kept going first when there are too many. */
+  #keepCopy(key: string, copy: ListCopy): void {
+    const copies = this.#copies
+    copies.delete(key)
+    if (copies.size >= this.#copiesKept) copies.delete(copies.keys().next().value!)
+    copies.set(key, copy)
   }
 
   readonly #memberReads: MemberReads = {
@@ -301,7 +351,7 @@ export class RedisTimelineStore implements TimelineStore {
   }
 
   async removeAuthorRecent(author: string, target: string | TimelineItem): Promise<number> {
-    const args = removeArgs(target)
+    const args = [this.#heads, ...removeArgs(target)]
     return this.#batched('removeAuthorRecent', [author], (a) => this.#author(a), REMOVE, args)
   }
 

@@ -77,6 +77,11 @@ export interface HomeRead {
    * timeline is not materialised.
    */
   celebrities: AuthorMembers | undefined
+  /**
+   * The celebrities' lists this read named, and how many of them were answered from a copy the
+   * process keeps of their top instead of read (a single Redis's first pages; see redis-store.ts).
+   */
+  copies?: { named: number; used: number }
 }
 
 export interface MaterialiseOptions {
