@@ -37,24 +37,40 @@ const LIST_SEP = '\x1d'
 const FIELD_SEP = '\x1e'
 
 /**
- * The HOME reply's lists in its order: the timeline, the own list, then one per celebrity (none
- * when the timeline is not materialised). Each is sentinel, FIELD_SEP, horizon, FIELD_SEP, the
+ * The HOME reply's lists in its order: the timeline (its rows given apart), the own list, then
+ * one per celebrity (none when the timeline is not materialised). Each is sentinel, FIELD_SEP, horizon, FIELD_SEP, the
  * range ('\n' between members); an empty horizon is one that cannot cut this range (see HOME),
  * so the slice is read as having none.
  */
-export function homeReads(reply: string, count: number, copies?: CopyReads): Read[] {
+export function homeReads(
+  reply: string,
+  count: number,
+  timelineRows: string[],
+  copies?: CopyReads,
+): Read[] {
   const out: Read[] = []
   for (let at = 0; at <= reply.length;) {
     let end = reply.indexOf(LIST_SEP, at)
     if (end < 0) end = reply.length
-    out.push(
-      copies && out.length >= 2
-        ? copyList(reply, at, end, count, out.length - 2, copies, out[0]!)
-        : homeList(reply, at, end, count),
-    )
+    if (!out.length) out.push(timelineList(reply, at, end, count, timelineRows))
+    else if (copies && out.length >= 2)
+      out.push(copyList(reply, at, end, count, out.length - 2, copies, out[0]!))
+    else out.push(homeList(reply, at, end, count))
     at = end + 1
   }
   return out
+}
+
+/** The timeline: its state and horizon from the reply, its rows read beside it (cut in place). */
+function timelineList(
+  reply: string,
+  start: number,
+  end: number,
+  count: number,
+  rows: string[],
+): Read {
+  const { head } = homeList(reply, start, end, count)
+  return { head, slice: sliceOf(rows, count, head.ghost) }
 }
 
 /**

@@ -323,27 +323,35 @@ return out
 `)
 
 /**
- * Read-only; everything a home timeline page reads, in one call. KEYS[1] the reader's timeline;
- * ARGV[1] count, ARGV[2] max (ZRANGE BYLEX bound), ARGV[3] the reader's own list, ARGV[4] heads
- * (or ''), ARGV[5] how many celebrities (n), ARGV[6..5+n] the followed celebrities' lists, then
- * optionally n versions: the caller's copies (see below). The reply is one string (one bulk reply to
- * parse, not three per list): the lists joined by \x1d, each as sentinel (or ''), \x1e, horizon,
- * \x1e, then up to count + 1 members from max down joined by '\n' (members hold none of these).
- * The celebrities' lists are read only when the timeline is materialised, and only down to the
- * timeline's count-th member when its first count members are items: nothing older can make the
- * merged page. The reader's own list is read down to the same floor when there are celebrities
- * (a page's merge admits no own item below count followed ones), and whole otherwise: a Cluster
- * store, composing the read, would need a round trip more to know the floor first. A celebrity
- * list whose head is timed below that floor is not read at all (one HMGET for all of them
- * instead of a range each; most lists a page passes over end there) and answers as materialised
- * and empty, which is what its range would have held; only if every such list still exists (the
- * heads do not see keys Redis evicts or an operator deletes).
+ * Read-only; everything a home timeline page reads but the timeline's rows. KEYS[1] the reader's
+ * timeline; ARGV[1] count, ARGV[2] max (ZRANGE BYLEX bound), ARGV[3] the reader's own list,
+ * ARGV[4] heads (or ''), ARGV[5] how many celebrities (n), ARGV[6..5+n] the followed celebrities'
+ * lists, then optionally n versions: the caller's copies (see below). The caller sends it in one
+ * transaction (MULTI) after a plain ZRANGE of the timeline's up to count + 1 rows from max down:
+ * Redis answers that range straight from the sorted set, where a script would make every member,
+ * and the reply holding them, a Lua string, hashing its bytes (most of a read's time in Redis
+ * went to making strings).
  *
- * The horizon is the list's ghost when it has one and it can matter, else ''. A first page (max
- * is the top) reads each list in one range from '+', the sentinel included; its ghost is then in
- * the range (its last row) or below the range's low end, where it cannot cut the page. A later
- * page reads the sentinel and the ghost on their own, as a ghost above the cursor leaves the
- * range empty. Every call a list needs less counts: Redis spends most of a read here.
+ * The reply is one string (one bulk reply to parse, not three per list): the lists joined by
+ * \x1d, each as sentinel (or ''), \x1e, horizon, \x1e, then up to count + 1 members from max
+ * down joined by '\n' (members hold none of these); the timeline's part has no members. The
+ * celebrities' lists are read only when the timeline is materialised, and only down to the
+ * timeline's count-th member from max when it is an item (the ghost is a list's lowest member,
+ * so those above it are items too): nothing older can make the merged page. The reader's own
+ * list is read down to the same floor when there are celebrities (a page's merge admits no own
+ * item below count followed ones), and whole otherwise: a Cluster store, composing the read,
+ * would need a round trip more to know the floor first. A celebrity list whose head is timed
+ * below that floor is not read at all (one HMGET for all of them instead of a range each; most
+ * lists a page passes over end there) and answers as materialised and empty, which is what its
+ * range would have held; only if every such list still exists (the heads do not see keys Redis
+ * evicts or an operator deletes).
+ *
+ * The horizon is the list's ghost when it has one and it can matter, else ''; the timeline's is
+ * its ghost whenever it has one. A first page (max is the top) reads each other list in one range
+ * from '+', the sentinel included; its ghost is then in the range (its last row) or below the
+ * range's low end, where it cannot cut the page. A later page reads the sentinel and the ghost on
+ * their own, as a ghost above the cursor leaves the range empty. Every call a list needs less
+ * counts: Redis spends most of a read here.
  *
  * Copies: with versions given (a first page, with heads), the caller holds copies of some
  * celebrity lists' tops ('' for none). A list whose version still is the copy's answers \x1f
@@ -356,6 +364,7 @@ return out
 export const HOME = script(`
 local count, max = tonumber(ARGV[1]), ARGV[2]
 local first = max == '(\\127'
+local NO_ROWS = {}
 -- Limits as strings: a number passed to redis.call is formatted (sprintf) on every call.
 local upto1, upto2 = tostring(count + 1), tostring(count + 2)
 -- The reply's pieces, one table for all lists: joined once at the end, not list by list (a
@@ -401,25 +410,25 @@ local function read(k, min)
   put(s, low, rows, from)
   return rows, s, from
 end
-local rows, s, from = read(KEYS[1], '-')
+-- The timeline: its state and horizon only; its rows come from the ZRANGE beside this call.
+local tk = KEYS[1]
+local s = redis.call('ZRANGE', tk, '-1', '-1')[1]
+if not (s and GHOSTED[s]) then s = '' end
 local ready = s == READY or s == TRUNCATED
+put(s, (s == TRUNCATED or s == WARMING_T) and (redis.call('ZRANGE', tk, '0', '0')[1] or '') or '', NO_ROWS, 1)
+-- The floor: the page's count-th row when it is an item. The ghost is a list's lowest member,
+-- so when the count-th row is an item, so are those above it.
 local min = '-'
-if ready and count > 0 and #rows - from + 1 >= count then
-  local full = true
-  for i = from, from + count - 1 do
-    if is_ghost(rows[i]) then
-      full = false
-      break
-    end
-  end
-  if full then min = '[' .. rows[from + count - 1] end
+if ready and count > 0 then
+  local m = redis.call('ZRANGE', tk, max, '-', 'BYLEX', 'REV', 'LIMIT', tostring(count - 1), '1')[1]
+  if m and not is_ghost(m) then min = '[' .. m end
 end
 local n = tonumber(ARGV[5])
 local c1, cn = 6, 5 + n
 -- The own list down to the same floor when there are celebrities to read with it.
 read(ARGV[3], n > 0 and min or '-')
 if not ready then return reply() end
-local heads, passed, copied, versions, NO_ROWS = ARGV[4], {}, {}, {}, {}
+local heads, passed, copied, versions = ARGV[4], {}, {}, {}
 local copies = first and heads ~= '' and #ARGV == cn + n
 local floor = min ~= '-' and heads ~= '' and n > 0 and time_of(string.sub(min, 2))
 if floor then floor = tonumber(floor) end

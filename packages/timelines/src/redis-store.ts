@@ -213,10 +213,10 @@ export class RedisTimelineStore implements TimelineStore {
       for (const copy of named) args.push(copy ? copy.version : '')
       copies = { named, keep: (i, copy) => this.#keepCopy(keys[i]!, copy), used: 0 }
     }
-    const reply = (await this.#op('home', () =>
-      this.#eval(HOME, [this.#timeline(reader)], args),
-    )) as string
-    const lists = homeReads(reply, count, copies)
+    const [rows, reply] = await this.#op('home', () =>
+      this.#homeCall(this.#timeline(reader), count, args),
+    )
+    const lists = homeReads(reply, count, rows, copies)
     const [tl, own] = lists as [Read, Read]
     const timeline = tl.head.ready ? mergeSlices([tl.slice], count) : null
     if (lists.length !== (timeline ? 2 + authors.length : 2))
@@ -232,6 +232,33 @@ export class RedisTimelineStore implements TimelineStore {
       own: ownPage,
       celebrities: authorPage(lists.slice(2), authors, count, floor),
       copies: { named: keys.length, used: copies?.used ?? 0 },
+    }
+  }
+
+  /**
+   * The timeline's rows (a plain ZRANGE: no Lua strings made of them) and HOME's reply for the
+   * rest, in one transaction: the floor HOME reads the other lists down to is the page's.
+   */
+  async #homeCall(
+    key: string,
+    count: number,
+    args: readonly (string | number)[],
+  ): Promise<[string[], string]> {
+    const max = args[1]!
+    const call = async (evalsha: boolean): Promise<[string[], string]> => {
+      const tx = this.#client.multi()
+      tx.zrange(key, max, '-', 'BYLEX', 'REV', 'LIMIT', 0, count + 1)
+      if (evalsha) tx.evalsha(HOME.sha, 1, key, ...args)
+      else tx.eval(HOME.source, 1, key, ...args)
+      const res = await tx.exec()
+      return [reply<string[]>(res, 0), reply<string>(res, 1)]
+    }
+    try {
+      return await call(true)
+    } catch (err) {
+      // A restarted or failed-over Redis lost its scripts: the transaction's EVALSHA failed alone.
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
+      return call(false)
     }
   }
 
