@@ -26,6 +26,7 @@ describe('configuration from env', () => {
         celebrityFollowers: 10_000,
         lossyFollowLimit: 2000,
         activeWindowMs: 7 * 24 * 3600 * 1000,
+        celebrityCopies: 5000,
       },
     })
   })
@@ -36,6 +37,7 @@ describe('configuration from env', () => {
       DATAPLANE_REDIS_CLUSTER: 'yes',
       DATAPLANE_CELEBRITY_FOLLOWERS: 'off',
       DATAPLANE_LOSSY_FOLLOW_LIMIT: '0',
+      DATAPLANE_CELEBRITY_COPIES: '0',
     })
     expect(c.timelines).toMatchObject({
       store: 'redis',
@@ -47,6 +49,7 @@ describe('configuration from env', () => {
       redisCluster: true,
       celebrityFollowers: Infinity,
       lossyFollowLimit: Infinity,
+      celebrityCopies: 0,
     })
     // One Redis on this machine, by its Unix socket.
     const local = readConfig({ DATAPLANE_REDIS_NODES: '/run/redis/redis.sock' })
@@ -84,6 +87,7 @@ describe('configuration from env', () => {
     [{ DATAPLANE_CELEBRITY_FOLLOWERS: '-5' }, /DATAPLANE_CELEBRITY_FOLLOWERS/],
     [{ DATAPLANE_LOSSY_FOLLOW_LIMIT: 'lots' }, /DATAPLANE_LOSSY_FOLLOW_LIMIT/],
     [{ DATAPLANE_ACTIVE_WINDOW_MINUTES: '0' }, /DATAPLANE_ACTIVE_WINDOW_MINUTES/],
+    [{ DATAPLANE_CELEBRITY_COPIES: '-1' }, /DATAPLANE_CELEBRITY_COPIES/],
     [{ DATAPLANE_GRAPH: 'sometimes' }, /DATAPLANE_GRAPH/],
   ])('%o is refused with a message naming it', (env, message) => {
     expect(() => readConfig(env)).toThrow(ConfigError)

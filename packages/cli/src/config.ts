@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { parseDidList } from '@openplane/backfill'
 import { allowList, type ConnectionLimits } from '@openplane/server'
-import type { RedisNode } from '@openplane/timelines'
+import { DEFAULT_CELEBRITY_COPIES, type RedisNode } from '@openplane/timelines'
 
 export interface Config {
   host: string
@@ -115,6 +115,8 @@ export interface TimelinesConfig {
   /** Readers following more than this get a proportional share of fan-out writes. */
   lossyFollowLimit: number
   activeWindowMs: number
+  /** Celebrity lists whose top each process keeps a copy of for home reads (0: none). */
+  celebrityCopies: number
 }
 
 export class ConfigError extends Error {}
@@ -300,6 +302,7 @@ function timelines(env: Env, withGraph: boolean): TimelinesConfig {
     lossyFollowLimit: limit(env, 'DATAPLANE_LOSSY_FOLLOW_LIMIT', 2000),
     activeWindowMs:
       int(env, 'DATAPLANE_ACTIVE_WINDOW_MINUTES', 7 * 24 * 60, 1, 366 * 24 * 60) * 60_000,
+    celebrityCopies: int(env, 'DATAPLANE_CELEBRITY_COPIES', DEFAULT_CELEBRITY_COPIES, 0, 1_000_000),
   }
 }
 

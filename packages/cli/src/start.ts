@@ -361,6 +361,7 @@ async function openStore(config: Config): Promise<TimelineStore | undefined> {
   return new RedisTimelineStore(client, {
     ...lengths,
     prefix: tl.redisPrefix,
+    celebrityCopies: tl.celebrityCopies,
     // Reconnect attempts repeat while Redis is down: log one line per 10 s, not each attempt.
     onError(err) {
       if (Date.now() - reported < 10_000) return

@@ -20,6 +20,7 @@ export { TimelineStoreUnavailable, TimeoutError } from './errors.ts'
 export { MemoryTimelineStore, type MemoryTimelineStoreOptions } from './memory-store.ts'
 export {
   compareStreamIds,
+  DEFAULT_CELEBRITY_COPIES,
   RedisTimelineStore,
   type RedisTimelineStoreOptions,
 } from './redis-store.ts'
