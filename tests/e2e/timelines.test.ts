@@ -284,6 +284,11 @@ describe('fan-out timelines: our dataplane (Redis) vs the stock dataplane', () =
     const pages = await sameRpcTimelines()
     expect(pages).toBeGreaterThan(100)
     expect((await storeReads()) - before).toBeGreaterThan(pages / 4)
+    // While the celebrity was one (before the activity), reads merged its list from this
+    // server's copy of it (the store's own tests hold such merges equal to reading the list).
+    const lists = (how: string) =>
+      metric(dataplane.url, 'openplane_timeline_celebrity_lists_total', { how })
+    expect(await lists('copy')).toBeGreaterThan(0)
   })
 
   it('on Redis Cluster: the same pages, first pages from the store', async () => {
