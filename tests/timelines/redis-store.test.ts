@@ -115,7 +115,6 @@ describe('RedisTimelineStore on one Redis', () => {
     { memory, redis, reads }: { memory: TimelineStore; redis: TimelineStore; reads: TimelineStore },
     { seed = 77, homeShare = 0, count = 400 } = {},
   ): Promise<{ named: number; used: number }> {
-    const stores: TimelineStore[] = [memory, redis]
     const rand = seededRandom(seed)
     const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!
     const readers = Array.from({ length: 6 }, (_, i) => did(`rd${'abcdef'[i]}`))
