@@ -108,8 +108,8 @@ describe('RedisTimelineStore on one Redis', () => {
   /**
    * A seeded random workload on the memory store and on Redis, every answer compared; home
    * reads on Redis go to `reads` (which may be another store on the same keys). `homeShare`:
-   * ops that are first-page home reads, besides the mix; `count` ops in all. Returns the celebrity lists home reads
-   * on Redis named, and how many came from copies.
+   * ops that are first-page home reads, besides the mix; `count` ops in all. Returns the
+   * celebrity lists home reads on Redis named, and how many came from copies.
    */
   async function randomWorkload(
     { memory, redis, reads }: { memory: TimelineStore; redis: TimelineStore; reads: TimelineStore },

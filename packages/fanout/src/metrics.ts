@@ -9,7 +9,7 @@ export const reads = counter(
 )
 export const celebrityLists = counter(
   'openplane_timeline_celebrity_lists_total',
-  'Celebrity lists merged into home timeline reads, by how they were had (copy: the copy this process keeps still held; redis: read)',
+  'Celebrity lists named by home timeline reads, by who answered (copy: the copy this process keeps still held; redis: read, or passed over as too old for the page)',
   ['how'],
 )
 export const fanoutWrites = counter(

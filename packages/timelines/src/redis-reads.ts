@@ -37,10 +37,11 @@ const LIST_SEP = '\x1d'
 const FIELD_SEP = '\x1e'
 
 /**
- * The HOME reply's lists in its order: the timeline (its rows given apart), the own list, then
- * one per celebrity (none when the timeline is not materialised). Each is sentinel, FIELD_SEP, horizon, FIELD_SEP, the
- * range ('\n' between members); an empty horizon is one that cannot cut this range (see HOME),
- * so the slice is read as having none.
+ * The HOME reply's lists in its order: the timeline (its rows read beside the script), the own
+ * list, then one per celebrity (none when the timeline is not materialised). Each is sentinel,
+ * FIELD_SEP, horizon, FIELD_SEP, the range ('\n' between members); an empty horizon is one that
+ * cannot cut this range (see HOME), so the slice is read as having none. With copies, each
+ * celebrity's part is AS_COPIED or the list read whole with its version (see copyList).
  */
 export function homeReads(
   reply: string,
@@ -88,7 +89,10 @@ export interface ListCopy {
   count: number
 }
 
-/** A HOME call with copies: the copies named (by celebrity, undefined for none), and where new ones go. */
+/**
+ * A HOME call with copies: the copies named (by celebrity, undefined for none), and where new
+ * ones go.
+ */
 export interface CopyReads {
   named: readonly (ListCopy | undefined)[]
   keep(index: number, copy: ListCopy): void

@@ -415,7 +415,9 @@ local tk = KEYS[1]
 local s = redis.call('ZRANGE', tk, '-1', '-1')[1]
 if not (s and GHOSTED[s]) then s = '' end
 local ready = s == READY or s == TRUNCATED
-put(s, (s == TRUNCATED or s == WARMING_T) and (redis.call('ZRANGE', tk, '0', '0')[1] or '') or '', NO_ROWS, 1)
+local low = ''
+if s == TRUNCATED or s == WARMING_T then low = redis.call('ZRANGE', tk, '0', '0')[1] or '' end
+put(s, low, NO_ROWS, 1)
 -- The floor: the page's count-th row when it is an item. The ghost is a list's lowest member,
 -- so when the count-th row is an item, so are those above it.
 local min = '-'

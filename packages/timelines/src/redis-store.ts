@@ -4,8 +4,8 @@
 //   <prefix>t:{<reader>}:w the lease of a rebuild under way (and <prefix>a:{<author>}:w)
 //   <prefix>heads          hash: author list key → its head's time to the second, while materialised
 //                          (single Redis only; lets a home read pass over lists, redis-scripts.ts)
-//   <prefix>heads:v        hash: author list key → its version, while materialised (the same; lets a
-//                          process keep a copy of a celebrity list's top)
+//   <prefix>heads:v        hash: author list key → its version, while materialised (the same;
+//                          lets a process keep a copy of a celebrity list's top)
 //   <prefix>heads:n        the counter versions are taken from
 //   <prefix>active         reader → last active epoch ms (the hibernation index)
 //   <prefix>activated      stream of readers whose rebuild started (the fan-out writer's feed)
