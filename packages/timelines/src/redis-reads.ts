@@ -62,7 +62,10 @@ export function homeReads(
   return out
 }
 
-/** The timeline: its state and horizon from the reply, its rows read beside it (cut in place). */
+/**
+ * The timeline: its state from the reply, its rows read beside it (cut in place); its horizon
+ * from the reply on a later page, else the rows' last when that is a ghost (as HOME reads others).
+ */
 function timelineList(
   reply: string,
   start: number,
@@ -71,7 +74,9 @@ function timelineList(
   rows: string[],
 ): Read {
   const { head } = homeList(reply, start, end, count)
-  return { head, slice: sliceOf(rows, count, head.ghost) }
+  const last = rows.at(-1)
+  const ghost = head.ghost ?? (last !== undefined && isGhost(last) ? last : undefined)
+  return { head: { ready: head.ready, ghost }, slice: sliceOf(rows, count, ghost) }
 }
 
 /**

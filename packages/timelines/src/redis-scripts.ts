@@ -80,10 +80,6 @@ local function time_of(m)
   if not y then return nil end
   return y .. mo .. d .. h .. mi .. s
 end
-local function set_head(heads, k)
-  local top = redis.call('ZRANGE', k, '(\\127', '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)[1]
-  redis.call('HSET', heads, k, top and (time_of(top) or '99999999999999') or '0')
-end
 -- Versions: a hash beside the heads (heads .. ':v') giving each materialised author list a number
 -- that changes with every write to it, so that a process keeping a copy of a list's top (a home
 -- read's celebrity lists, redis-store.ts) can ask whether its copy still holds instead of reading
@@ -102,6 +98,13 @@ local function bump(heads, k)
   end
   redis.call('HSET', heads .. ':v', k, string.format('%d', v))
 end
+-- A list's head timed and its version moved on, after a write to it.
+local function set_head(heads, k)
+  local top = redis.call('ZRANGE', k, '(\\127', '-', 'BYLEX', 'REV', 'LIMIT', 0, 1)[1]
+  redis.call('HSET', heads, k, top and (time_of(top) or '99999999999999') or '0')
+  bump(heads, k)
+end
+-- A list unmaterialised: its time and version go.
 local function unversion(heads, k)
   redis.call('HDEL', heads, k)
   redis.call('HDEL', heads .. ':v', k)
@@ -151,7 +154,6 @@ for _, k in ipairs(keys) do
       if items > above then trim(k, s, items, target) end
       if heads ~= '' and (s == READY or s == TRUNCATED) then
         set_head(heads, k)
-        bump(heads, k)
       end
     end
     total = total + n
@@ -283,10 +285,7 @@ local st = hr >= 0 and TRUNCATED or READY
 local items = redis.call('ZCARD', k) - (hr >= 0 and 1 or 0)
 redis.call('ZADD', k, 0, st)
 if items > tonumber(ARGV[1]) then trim(k, st, items, tonumber(ARGV[1])) end
-if ARGV[4] ~= '' then
-  set_head(ARGV[4], k)
-  bump(ARGV[4], k)
-end
+if ARGV[4] ~= '' then set_head(ARGV[4], k) end
 return 1
 `)
 
@@ -346,10 +345,10 @@ return out
  * range would have held; only if every such list still exists (the heads do not see keys Redis
  * evicts or an operator deletes).
  *
- * The horizon is the list's ghost when it has one and it can matter, else ''; the timeline's is
- * its ghost whenever it has one. A first page (max is the top) reads each other list in one range
- * from '+', the sentinel included; its ghost is then in the range (its last row) or below the
- * range's low end, where it cannot cut the page. A later page reads the sentinel and the ghost on
+ * The horizon is the list's ghost when it has one and it can matter, else ''. A first page (max
+ * is the top) reads each list in one range from '+' (the timeline's, beside the script); its
+ * ghost is then in the range (its last row) or below the range's low end, where it cannot cut
+ * the page. A later page reads the sentinel and the ghost on
  * their own, as a ghost above the cursor leaves the range empty. Every call a list needs less
  * counts: Redis spends most of a read here.
  *
@@ -415,8 +414,11 @@ local tk = KEYS[1]
 local s = redis.call('ZRANGE', tk, '-1', '-1')[1]
 if not (s and GHOSTED[s]) then s = '' end
 local ready = s == READY or s == TRUNCATED
+-- A first page's horizon is in its rows when it can matter (the caller takes it from there).
 local low = ''
-if s == TRUNCATED or s == WARMING_T then low = redis.call('ZRANGE', tk, '0', '0')[1] or '' end
+if not first and (s == TRUNCATED or s == WARMING_T) then
+  low = redis.call('ZRANGE', tk, '0', '0')[1] or ''
+end
 put(s, low, NO_ROWS, 1)
 -- The floor: the page's count-th row when it is an item. The ghost is a list's lowest member,
 -- so when the count-th row is an item, so are those above it.

@@ -268,7 +268,7 @@ export class RedisTimelineStore implements TimelineStore {
       return await call(true)
     } catch (err) {
       // A restarted or failed-over Redis lost its scripts.
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
+      if (!isNoScript(err)) throw err
       return call(false)
     }
   }
@@ -617,7 +617,7 @@ export class RedisTimelineStore implements TimelineStore {
     try {
       return await this.#client.evalsha(script.sha, keys.length, ...keys, ...args)
     } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err
+      if (!isNoScript(err)) throw err
       return this.#client.eval(script.source, keys.length, ...keys, ...args)
     }
   }
@@ -696,6 +696,10 @@ export function compareStreamIds(a: string, b: string): number {
   const [bm = 0, bs = 0] = b.split('-').map(Number)
   return am - bm || as - bs
 }
+
+/** A script call refused because Redis no longer holds the script (restarted, failed over). */
+const isNoScript = (err: unknown): boolean =>
+  err instanceof Error && err.message.startsWith('NOSCRIPT')
 
 /** Script calls in flight at once for a batch. */
 const PARALLEL = 4
