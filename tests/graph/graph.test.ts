@@ -149,6 +149,55 @@ describe('Graph', () => {
     expect(graph.followingDidsIn(MISSING, graph.following(didOf(1)))).toEqual([])
   })
 
+  it("keeps a viewer's answer for a set's version only while the viewer's follows hold", async () => {
+    const { graph, rand } = await loadedRandomGraph(11, 6000)
+    const viewers = Array.from({ length: 12 }, (_, i) => didOf(i * 7))
+    let set = new RoaringBitmap32()
+    let version = 0
+    let kept = 0
+    const previous = new Map<string, readonly string[]>()
+    for (let step = 0; step < 1500; step++) {
+      const r = rand()
+      const viewer = viewers[Math.floor(rand() * viewers.length)]!
+      const other = didOf(Math.floor(rand() * ACTORS))
+      if (r < 0.05) await graph.addFollow(viewer, other)
+      else if (r < 0.1) {
+        const follows = graph.didsOf(graph.following(viewer))
+        if (follows.length)
+          graph.removeFollow(viewer, follows[Math.floor(rand() * follows.length)]!)
+      } else if (r < 0.12) {
+        // The set changes, and its version with it.
+        const id = graph.ids.id(other)
+        if (id !== undefined && rand() < 0.5) set.add(id)
+        else if (id !== undefined) set.remove(id)
+        version++
+      } else if (r < 0.13) {
+        // Another set object, at the same version number, is another set.
+        set = new RoaringBitmap32(set)
+        const id = graph.ids.id(other)
+        if (id !== undefined) set.add(id)
+      }
+      const got = graph.followingDidsIn(viewer, set, version)
+      expect(got).toEqual(graph.followingDidsIn(viewer, set))
+      if (previous.get(viewer) === got) kept++
+      previous.set(viewer, got)
+      expect(Object.isFrozen(got)).toBe(true)
+    }
+    // Most reads come between changes of their viewer's follows and of the set.
+    expect(kept).toBeGreaterThan(500)
+    // A graph reloaded in place: no answer kept from the edges it had.
+    const targets = viewers.map((_, i) => didOf(i * 7 + 1))
+    for (const did of targets) set.add(graph.ids.id(did) as number)
+    version++
+    const before = viewers.map((v) => graph.followingDidsIn(v, set, version))
+    const reloaded = new Graph(graph.ids)
+    await reloaded.addFollows(viewers.map((v, i) => [v, targets[i]!] as const))
+    graph.replaceWith(reloaded)
+    const after = viewers.map((v) => graph.followingDidsIn(v, set, version))
+    expect(after).toEqual(targets.map((did) => [did]))
+    expect(after).not.toEqual(before)
+  })
+
   it('loads from Postgres exactly what an incremental build holds', async () => {
     const { db, connect } = await pg.create()
     const rand = random(1)

@@ -352,7 +352,8 @@ async function openStore(config: Config): Promise<TimelineStore | undefined> {
   const lengths = { targetLength: tl.targetLength, authorTargetLength: tl.authorTargetLength }
   if (tl.store === 'memory') return new MemoryTimelineStore(lengths)
   if (tl.store === 'off') return undefined
-  const client = redisClient(config)
+  // No per-command timer: the store bounds each operation with its own deadline.
+  const client = redisClient(config, 0)
   // Start without Redis if need be (reads go to Postgres until it answers), but give it a moment.
   await waitForRedis(client, 5000).catch(() =>
     log.warn({ nodes: tl.redisNodes }, 'redis not reachable yet; serving timelines from Postgres'),

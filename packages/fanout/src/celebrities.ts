@@ -5,6 +5,8 @@ import { celebrityCount } from './metrics.ts'
 
 export class Celebrities {
   readonly bitmap = new RoaringBitmap32()
+  /** Changes with the bitmap: the graph keeps readers' followed celebrities while it holds. */
+  #version = 0
   readonly #graph: Graph
   readonly threshold: number
 
@@ -17,6 +19,7 @@ export class Celebrities {
 
   /** Finds them all again (after the graph was reloaded). */
   recount(): void {
+    this.#version++
     this.bitmap.clear()
     if (Number.isFinite(this.threshold)) {
       const graph = this.#graph
@@ -38,16 +41,17 @@ export class Celebrities {
     if (id === undefined) return undefined
     const now = this.#graph.followerCount(id) >= this.threshold
     if (now === this.bitmap.has(id)) return undefined
+    this.#version++
     if (now) this.bitmap.add(id)
     else this.bitmap.remove(id)
     celebrityCount.set(this.bitmap.size)
     return now ? 'joined' : 'left'
   }
 
-  /** The celebrities `reader` follows. */
-  followedBy(reader: string): string[] {
+  /** The celebrities `reader` follows (shared between reads: not to be changed). */
+  followedBy(reader: string): readonly string[] {
     if (this.bitmap.size === 0) return []
-    return this.#graph.followingDidsIn(reader, this.bitmap)
+    return this.#graph.followingDidsIn(reader, this.bitmap, this.#version)
   }
 
   dids(): string[] {

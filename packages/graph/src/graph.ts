@@ -46,6 +46,19 @@ export interface RestoredGraph {
 
 const EMPTY: ReadonlyRoaringBitmap32 = new RoaringBitmap32().freeze()
 
+/**
+ * Viewers whose followingDidsIn answer is kept (about 100 bytes each, plus 8 per DID: the DIDs
+ * themselves are the id mapping's strings). The oldest kept goes first when there are more.
+ */
+const KEPT_ANSWERS = 50_000
+
+/** A followingDidsIn answer, kept while the viewer's follows and the set's version hold. */
+interface KeptAnswer {
+  set: ReadonlyRoaringBitmap32
+  version: number
+  dids: readonly string[]
+}
+
 export class Graph {
   readonly ids: ActorIds
   #following = new SetStore()
@@ -53,6 +66,8 @@ export class Graph {
   #edges = 0
   /** #didsOfAnd's working bitmap, empty between calls. */
   readonly #intersection = new RoaringBitmap32()
+  /** followingDidsIn's answers by viewer id; a viewer's goes when its follows change. */
+  readonly #kept = new Map<number, KeptAnswer>()
 
   constructor(ids: ActorIds) {
     this.ids = ids
@@ -132,6 +147,7 @@ export class Graph {
     this.#following = other.#following
     this.#followers = other.#followers
     this.#edges = other.#edges
+    this.#kept.clear()
   }
 
   get edgeCount(): number {
@@ -195,11 +211,31 @@ export class Graph {
 
   /**
    * The DIDs of the members of `set` the viewer follows, ascending by id. Computed in a bitmap
-   * kept for it, not a new one: every home timeline read asks this.
+   * kept for it, not a new one: every home timeline read asks this. With `version` (which the
+   * caller changes whenever it changes `set`), the answer is kept and given again until the
+   * viewer's follows or the set's version change: a reader's followed celebrities rarely do
+   * between its reads, and the intersection (a set read out of the arena, then DIDs) cost a home
+   * read more than its merge. A kept answer is shared: callers must not change it.
    */
-  followingDidsIn(viewer: Actor, set: ReadonlyRoaringBitmap32): string[] {
+  followingDidsIn(
+    viewer: Actor,
+    set: ReadonlyRoaringBitmap32,
+    version?: number,
+  ): readonly string[] {
     const id = this.#id(viewer)
     if (id === undefined) return []
+    if (version === undefined) return this.#followingDidsIn(id, set)
+    const kept = this.#kept.get(id)
+    if (kept && kept.set === set && kept.version === version) return kept.dids
+    const dids = Object.freeze(this.#followingDidsIn(id, set))
+    const all = this.#kept
+    all.delete(id)
+    if (all.size >= KEPT_ANSWERS) all.delete(all.keys().next().value!)
+    all.set(id, { set, version, dids })
+    return dids
+  }
+
+  #followingDidsIn(id: number, set: ReadonlyRoaringBitmap32): string[] {
     return this.#following.use(id, (mine) => (mine ? this.#didsOfAnd(mine, set) : []))
   }
 
@@ -253,6 +289,7 @@ export class Graph {
   /** Adds an edge between interned ids, synchronously; false if it was there. */
   addFollowIds(actor: number, subject: number): boolean {
     if (!this.#following.add(actor, subject)) return false
+    this.#kept.delete(actor)
     this.#followers.add(subject, actor)
     this.#edges++
     return true
@@ -264,6 +301,7 @@ export class Graph {
     const b = this.#id(subject)
     if (a === undefined || b === undefined) return false
     if (!this.#following.delete(a, b)) return false
+    this.#kept.delete(a)
     this.#followers.delete(b, a)
     this.#edges--
     return true

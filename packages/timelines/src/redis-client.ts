@@ -13,7 +13,12 @@ export interface RedisClientOptions {
   /** One Redis, or Cluster seed nodes. */
   nodes: readonly RedisNode[]
   cluster?: boolean
-  /** Per command; the store adds its own deadline per operation too. */
+  /**
+   * Per command, 1000 by default. 0 sets none on a single Redis, for a caller that bounds every
+   * call itself (the store: a deadline per operation): the timer each command would set and
+   * clear costs a home read, which sends four commands, more than its merge of copies. A
+   * Cluster keeps one always: its node connections queue commands while they connect.
+   */
   commandTimeoutMs?: number
   connectTimeoutMs?: number
 }
@@ -56,7 +61,11 @@ export function createRedisClient(opts: RedisClientOptions): RedisClient {
       slotsRefreshTimeout: connectTimeout,
       // Node connections keep ioredis' offline queue (they connect lazily on first command);
       // the command timeout bounds how long anything waits in it.
-      redisOptions: { commandTimeout, connectTimeout, maxRetriesPerRequest: 0 },
+      redisOptions: {
+        commandTimeout: commandTimeout || 1000,
+        connectTimeout,
+        maxRetriesPerRequest: 0,
+      },
     })
   }
   return new Redis({
@@ -70,7 +79,8 @@ export function createRedisClient(opts: RedisClientOptions): RedisClient {
     // and fan-out batches its keys into script calls already.
     enableAutoPipelining: false,
     maxRetriesPerRequest: 0,
-    commandTimeout,
+    // ioredis sets a timer for any number given, 0 included.
+    ...(commandTimeout ? { commandTimeout } : {}),
     connectTimeout,
     retryStrategy: backoff,
   })

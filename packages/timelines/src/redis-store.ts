@@ -74,6 +74,14 @@ import {
   type TimelineStoreOptions,
 } from './types.ts'
 
+/** A home read's celebrities, each once, and their lists' keys in the same order. */
+interface CelebrityKeys {
+  authors: readonly string[]
+  keys: readonly string[]
+}
+
+const NO_CELEBRITIES: CelebrityKeys = Object.freeze({ authors: [], keys: [] })
+
 /** Celebrity keys kept made (about 100 bytes each); far more than a network's celebrities. */
 const CELEBRITY_KEYS_CACHED = 10_000
 
@@ -119,6 +127,8 @@ export class RedisTimelineStore implements TimelineStore {
    * when it reaches CELEBRITY_KEYS_CACHED.
    */
   readonly #celebrityKeys = new Map<string, string>()
+  /** #celebrityKeysOf's answers, by the array they were asked for (held only while it is). */
+  readonly #keysOf = new WeakMap<readonly string[], CelebrityKeys>()
   /**
    * Copies of celebrity lists' tops, by key (redis-reads.ts ListCopy): most lists a home read
    * names have not changed since the last read that named them, and asking whether a copy still
@@ -192,8 +202,7 @@ export class RedisTimelineStore implements TimelineStore {
       return composeHome(this.#memberReads, reader, celebrities, opts)
     }
     const count = pageCount(opts.limit)
-    const authors = [...new Set(celebrities)]
-    const keys = authors.map((a) => this.#celebrityKey(a))
+    const { authors, keys } = this.#celebrityKeysOf(celebrities)
     const args: (string | number)[] = [
       count,
       lexMax(opts.before),
@@ -495,6 +504,21 @@ export class RedisTimelineStore implements TimelineStore {
 
   #author(author: string): string {
     return `${this.#prefix}a:{${checkDid(author)}}`
+  }
+
+  /**
+   * A home read's celebrities without repeats, and their list keys; kept per array given, as the
+   * caller gives the same one while a reader's followed celebrities stay the same.
+   */
+  #celebrityKeysOf(celebrities: readonly string[]): CelebrityKeys {
+    if (!celebrities.length) return NO_CELEBRITIES
+    let got = this.#keysOf.get(celebrities)
+    if (!got) {
+      const authors = [...new Set(celebrities)]
+      got = { authors, keys: authors.map((a) => this.#celebrityKey(a)) }
+      this.#keysOf.set(celebrities, got)
+    }
+    return got
   }
 
   #celebrityKey(author: string): string {
