@@ -322,6 +322,37 @@ describe('RedisTimelineStore on one Redis', () => {
     })
   })
 
+  it('reads the celebrities of an array that can change afresh, and keeps those of a frozen one', async () => {
+    await withOwnStore('opck', async (store) => {
+      const at = (s: number) => new Date(Date.UTC(2024, 4, 1, 12, 0, s)).toISOString()
+      const [reader, a, b] = ['ckreader', 'ckauthora', 'ckauthorb'].map((x) => did(x)) as [
+        string,
+        string,
+        string,
+      ]
+      await store.materialise(reader, [], { complete: true })
+      await store.materialiseAuthor(reader, [], { complete: true })
+      const [fromA, fromB] = [post(a, at(10)), post(b, at(20))]
+      await store.materialiseAuthor(a, [fromA], { complete: true })
+      await store.materialiseAuthor(b, [fromB], { complete: true })
+      const merged = async (celebs: readonly string[]) =>
+        (await store.home(reader, celebs, { limit: 5 })).celebrities?.members.map((m) =>
+          decodeMember(m),
+        )
+      // The same array, changed between reads (with a repeat): each read names what it holds.
+      const changing = [a]
+      expect(await merged(changing)).toEqual([fromA])
+      changing.push(b, b)
+      expect(await merged(changing)).toEqual([fromB, fromA])
+      changing.splice(0, 1)
+      expect(await merged(changing)).toEqual([fromB])
+      // A frozen array cannot change: its keys are kept, and the reads stay the same.
+      const frozen = Object.freeze([b, a, a])
+      expect(await merged(frozen)).toEqual([fromB, fromA])
+      expect(await merged(frozen)).toEqual([fromB, fromA])
+    })
+  })
+
   it('uses a copy of a celebrity list only while its version holds, even across lost data', async () => {
     await withOwnStore('opcv', async (writer, client, prefix) => {
       const reads = new RedisTimelineStore(

@@ -127,7 +127,7 @@ export class RedisTimelineStore implements TimelineStore {
    * when it reaches CELEBRITY_KEYS_CACHED.
    */
   readonly #celebrityKeys = new Map<string, string>()
-  /** #celebrityKeysOf's answers, by the array they were asked for (held only while it is). */
+  /** #celebrityKeysOf's answers, by the frozen array they were asked for (held while it is). */
   readonly #keysOf = new WeakMap<readonly string[], CelebrityKeys>()
   /**
    * Copies of celebrity lists' tops, by key (redis-reads.ts ListCopy): most lists a home read
@@ -507,8 +507,9 @@ export class RedisTimelineStore implements TimelineStore {
   }
 
   /**
-   * A home read's celebrities without repeats, and their list keys; kept per array given, as the
-   * caller gives the same one while a reader's followed celebrities stay the same.
+   * A home read's celebrities without repeats, and their list keys. Kept per array given when it
+   * is frozen (the graph gives the same frozen array while a reader's followed celebrities stay
+   * the same); an array that could change is read afresh.
    */
   #celebrityKeysOf(celebrities: readonly string[]): CelebrityKeys {
     if (!celebrities.length) return NO_CELEBRITIES
@@ -516,7 +517,7 @@ export class RedisTimelineStore implements TimelineStore {
     if (!got) {
       const authors = [...new Set(celebrities)]
       got = { authors, keys: authors.map((a) => this.#celebrityKey(a)) }
-      this.#keysOf.set(celebrities, got)
+      if (Object.isFrozen(celebrities)) this.#keysOf.set(celebrities, got)
     }
     return got
   }
