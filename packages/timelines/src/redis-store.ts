@@ -515,7 +515,9 @@ export class RedisTimelineStore implements TimelineStore {
     if (!celebrities.length) return NO_CELEBRITIES
     let got = this.#keysOf.get(celebrities)
     if (!got) {
-      const authors = [...new Set(celebrities)]
+      const unique = [...new Set(celebrities)]
+      // The graph's answers have no repeats: keep the array given rather than a copy of it.
+      const authors = unique.length === celebrities.length ? celebrities : unique
       got = { authors, keys: authors.map((a) => this.#celebrityKey(a)) }
       if (Object.isFrozen(celebrities)) this.#keysOf.set(celebrities, got)
     }
