@@ -60,14 +60,16 @@ export class InspectorSession {
 
 /**
  * Runs `work` while the process at `port` records a CPU profile; returns both. With `allocations`,
- * it also samples what the process allocates (every ~`allocations` bytes, objects the GC has
- * already collected included): what a read allocates is what its minor GCs cost.
+ * it also samples what the process allocates (every ~`allocations.interval` bytes, objects the GC
+ * has already collected included): what a read allocates is what its minor GCs cost. With
+ * `allocations.survivors`, only objects that outlived a minor GC are kept: what each scavenge
+ * copies and promotes, the part of its pause that grows with what lives.
  */
 export async function profileWhile<T>(
   port: number,
   work: () => Promise<T>,
   intervalUs = 200,
-  allocations?: number,
+  allocations?: { interval: number; survivors?: boolean },
 ): Promise<{ result: T; profile: unknown; heap?: unknown }> {
   const session = await InspectorSession.connect(port)
   try {
@@ -76,9 +78,9 @@ export async function profileWhile<T>(
     if (allocations) {
       await session.send('HeapProfiler.enable')
       await session.send('HeapProfiler.startSampling', {
-        samplingInterval: allocations,
+        samplingInterval: allocations.interval,
         includeObjectsCollectedByMajorGC: true,
-        includeObjectsCollectedByMinorGC: true,
+        includeObjectsCollectedByMinorGC: !allocations.survivors,
       })
     }
     await session.send('Profiler.start')

@@ -4,9 +4,14 @@
 // 60-byte request, a 4 KB answer, trailers). A GetTimeline read is one HTTP/2 call answered
 // with one Redis round trip, so these bound how low its CPU and latency can go in Node here.
 // Prints µs per call: wall time, and the CPU of the measuring process (for the HTTP/2 server,
-// of the server process), sequential and 16 at a time. Not part of CI.
+// of the server process), sequential and 16 at a time. Then the HTTP/2 server's CPU per call
+// when calls come at fixed rates, as bench:timeline offers them (there a read finds the server
+// idle more often than back to back, and pays for its wake-ups), bare and with one ioredis GET
+// before each answer: the floor of a read's CPU at those rates. Not part of CI.
 //
 //   BENCH_CALLS   calls per measurement (default 5000)
+//   BENCH_RATES   rates for the paced calls, calls/s (default 800,1600,2000)
+//   BENCH_SECONDS seconds per paced rate (default 10)
 import { fork } from 'node:child_process'
 import http from 'node:http'
 import http2 from 'node:http2'
@@ -17,6 +22,8 @@ import pg from 'pg'
 import { PG_URL, REDIS_HOST } from '../harness/env.ts'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 5000)
+const RATES = (process.env.BENCH_RATES ?? '800,1600,2000').split(',').map(Number)
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const [redisHost = '127.0.0.1', redisPort = '6379'] = REDIS_HOST.split(':')
 
 type Call = () => Promise<unknown>
@@ -41,6 +48,35 @@ const ownCpu = async () => {
   return u.user + u.system
 }
 
+/**
+ * The server's CPU per call with calls started at `rate` a second for `SECONDS` (each on time,
+ * whatever is still in flight), and the calls' wall-time p50 and p99 in µs.
+ */
+async function paced(call: Call, rate: number, cpu: () => Promise<number>) {
+  for (let i = 0; i < 500; i++) await call()
+  const total = rate * SECONDS
+  const walls: number[] = []
+  const c0 = await cpu()
+  const t0 = performance.now()
+  let started = 0
+  const inFlight = new Set<Promise<unknown>>()
+  while (started < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - t0) * rate) / 1000) + 1)
+    for (; started < due; started++) {
+      const at = performance.now()
+      const p = call().then(() => walls.push((performance.now() - at) * 1000))
+      inFlight.add(p)
+      void p.finally(() => inFlight.delete(p))
+    }
+    await new Promise((r) => setTimeout(r, 1))
+  }
+  await Promise.all(inFlight)
+  const used = (await cpu()) - c0
+  walls.sort((a, b) => a - b)
+  const at = (q: number) => walls[Math.min(walls.length - 1, Math.floor(q * walls.length))]!
+  return { cpu: used / total, p50: at(0.5), p99: at(0.99) }
+}
+
 function report(
   name: string,
   seq: { wall: number; cpu: number },
@@ -50,15 +86,20 @@ function report(
   console.log(`| ${name} | ${seq.wall.toFixed(0)} | ${seq.cpu.toFixed(0)} | ${many} |`)
 }
 
-/** The HTTP/2 server side, in its own process (so its CPU is its own). */
+/**
+ * The HTTP/2 server side, in its own process (so its CPU is its own). Calls to `/redis` answer
+ * after one ioredis GET, as a read answers after its Redis call.
+ */
 function serve(): void {
   const answer = Buffer.alloc(4096, 1)
   answer[0] = 0
   answer.writeUInt32BE(answer.length - 5, 1)
+  const redis = new Redis({ host: redisHost, port: Number(redisPort), lazyConnect: true })
   const server = http2.createServer()
-  server.on('stream', (stream) => {
+  server.on('stream', (stream, headers) => {
     stream.on('data', () => {})
-    stream.once('end', () => {
+    stream.once('end', async () => {
+      if (headers[':path'] === '/redis') await redis.get('openplane-read-floor')
       stream.respond(
         { ':status': 200, 'content-type': 'application/grpc' },
         { waitForTrailers: true },
@@ -77,6 +118,7 @@ function serve(): void {
     })
   })
   h1.keepAliveTimeout = 60_000
+  void redis.connect()
   server.listen(0, '127.0.0.1', () =>
     h1.listen(0, '127.0.0.1', () =>
       process.send!([
@@ -136,23 +178,42 @@ async function main(): Promise<void> {
   const session = http2.connect(`http://127.0.0.1:${port}`)
   const body = Buffer.alloc(65)
   body.writeUInt32BE(60, 1)
-  const call: Call = () =>
-    new Promise((resolve, reject) => {
-      const s = session.request({
-        ':method': 'POST',
-        ':path': '/bsky.Service/GetTimeline',
-        'content-type': 'application/grpc',
-        te: 'trailers',
+  const callTo =
+    (path: string): Call =>
+    () =>
+      new Promise((resolve, reject) => {
+        const s = session.request({
+          ':method': 'POST',
+          ':path': path,
+          'content-type': 'application/grpc',
+          te: 'trailers',
+        })
+        s.on('data', () => {})
+        s.on('close', resolve)
+        s.on('error', reject)
+        s.end(body)
       })
-      s.on('data', () => {})
-      s.on('close', resolve)
-      s.on('error', reject)
-      s.end(body)
-    })
+  const call = callTo('/bsky.Service/GetTimeline')
   // One call at a time, then 16: the server's CPU per call.
   const served = async (name: string, c: Call) =>
     report(name, await measure(c, 1, serverCpu), await measure(c, 16, serverCpu))
   await served('node:http2 unary call, 4 KB answer (server process cpu)', call)
+  const withRedis = callTo('/redis')
+  await served('the same, answered after one ioredis GET (server process cpu)', withRedis)
+
+  console.log(`\npaced calls, ${SECONDS} s a rate; server process cpu µs per call, wall µs`)
+  console.log(
+    '| calls/s | bare: cpu | bare: p50 / p99 | after a GET: cpu | after a GET: p50 / p99 |',
+  )
+  console.log('| ---: | ---: | ---: | ---: | ---: |')
+  for (const rate of RATES) {
+    const bare = await paced(call, rate, serverCpu)
+    const got = await paced(withRedis, rate, serverCpu)
+    const walls = (r: { p50: number; p99: number }) => `${r.p50.toFixed(0)} / ${r.p99.toFixed(0)}`
+    console.log(
+      `| ${rate} | ${bare.cpu.toFixed(0)} | ${walls(bare)} | ${got.cpu.toFixed(0)} | ${walls(got)} |`,
+    )
+  }
   session.close()
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })

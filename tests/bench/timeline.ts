@@ -45,7 +45,8 @@
 //                   step at BENCH_PROFILE_AT req/s (default 400), save the profiles there and
 //                   print where the time went
 //   BENCH_PROFILE_ALLOCATIONS 1: with BENCH_PROFILE, also sample what the servers allocate
-//                   (.heapprofile beside the CPU profile) and print bytes per read by function
+//                   (.heapprofile beside the CPU profile) and print bytes per read by function;
+//                   survivors: only what outlives a minor GC (what scavenges copy and promote)
 //   BENCH_NODE_FLAGS Node flags of our servers (default --max-semi-space-size=64, as deployed)
 //   BENCH_SERVER_OUTPUT a directory: write each server's stdout and stderr there when it stops
 //                   (with BENCH_NODE_FLAGS=--trace-gc, say, its GC pauses)
@@ -83,7 +84,10 @@ const SERVERS = (process.env.BENCH_SERVERS ?? '1,2').split(',').map(Number)
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2000)
 const PROFILE_DIR = process.env.BENCH_PROFILE
 const PROFILE_AT = Number(process.env.BENCH_PROFILE_AT ?? 400)
-const PROFILE_ALLOCATIONS = process.env.BENCH_PROFILE_ALLOCATIONS === '1'
+const PROFILE_ALLOCATIONS = {
+  '1': { interval: 16384 },
+  survivors: { interval: 16384, survivors: true },
+}[process.env.BENCH_PROFILE_ALLOCATIONS ?? '']
 const DRIVER = process.env.BENCH_DRIVER ?? 'raw'
 if (DRIVER !== 'raw' && DRIVER !== 'connect') throw new Error('BENCH_DRIVER: raw or connect')
 const RAW_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1)
@@ -258,7 +262,7 @@ async function profiled(
           return waitFor(() => run)
         },
         200,
-        PROFILE_ALLOCATIONS ? 16384 : undefined,
+        PROFILE_ALLOCATIONS,
       ),
     ),
   )
