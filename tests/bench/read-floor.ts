@@ -99,7 +99,15 @@ function serve(): void {
   server.on('stream', (stream, headers) => {
     stream.on('data', () => {})
     stream.once('end', async () => {
-      if (headers[':path'] === '/redis') await redis.get('openplane-read-floor')
+      // A key nobody sets: the round trip is the point, not what it reads.
+      if (headers[':path'] === '/redis') {
+        try {
+          await redis.get('openplane-read-floor')
+        } catch (err) {
+          console.error(`read-floor: Redis at ${REDIS_HOST} (OPENPLANE_TEST_REDIS_HOST):`, err)
+          process.exit(1)
+        }
+      }
       stream.respond(
         { ':status': 200, 'content-type': 'application/grpc' },
         { waitForTrailers: true },

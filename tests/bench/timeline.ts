@@ -84,10 +84,12 @@ const SERVERS = (process.env.BENCH_SERVERS ?? '1,2').split(',').map(Number)
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 2000)
 const PROFILE_DIR = process.env.BENCH_PROFILE
 const PROFILE_AT = Number(process.env.BENCH_PROFILE_AT ?? 400)
-const PROFILE_ALLOCATIONS = {
-  '1': { interval: 16384 },
-  survivors: { interval: 16384, survivors: true },
-}[process.env.BENCH_PROFILE_ALLOCATIONS ?? '']
+const PROFILE_ALLOCATIONS = ((v) => {
+  if (v === undefined || v === '' || v === '0') return undefined
+  if (v === '1') return { interval: 16384 }
+  if (v === 'survivors') return { interval: 16384, survivors: true }
+  throw new Error(`BENCH_PROFILE_ALLOCATIONS: 1 or survivors, not ${JSON.stringify(v)}`)
+})(process.env.BENCH_PROFILE_ALLOCATIONS)
 const DRIVER = process.env.BENCH_DRIVER ?? 'raw'
 if (DRIVER !== 'raw' && DRIVER !== 'connect') throw new Error('BENCH_DRIVER: raw or connect')
 const RAW_SESSIONS = Number(process.env.BENCH_SESSIONS ?? 1)
