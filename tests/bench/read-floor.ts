@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { PG_URL, REDIS_HOST } from '../harness/env.ts'
+import { step } from './open-loop.ts'
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 5000)
 const RATES = (process.env.BENCH_RATES ?? '800,1600,2000').split(',').map(Number)
@@ -49,32 +50,17 @@ const ownCpu = async () => {
 }
 
 /**
- * The server's CPU per call with calls started at `rate` a second for `SECONDS` (each on time,
- * whatever is still in flight), and the calls' wall-time p50 and p99 in µs.
+ * The server's CPU per call, in µs, with calls offered at `rate` a second for `SECONDS` by the
+ * read benchmarks' own open loop, and the calls' p50 and p99 in µs.
  */
 async function paced(call: Call, rate: number, cpu: () => Promise<number>) {
   for (let i = 0; i < 500; i++) await call()
-  const total = rate * SECONDS
-  const walls: number[] = []
   const c0 = await cpu()
-  const t0 = performance.now()
-  let started = 0
-  const inFlight = new Set<Promise<unknown>>()
-  while (started < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - t0) * rate) / 1000) + 1)
-    for (; started < due; started++) {
-      const at = performance.now()
-      const p = call().then(() => walls.push((performance.now() - at) * 1000))
-      inFlight.add(p)
-      void p.finally(() => inFlight.delete(p))
-    }
-    await new Promise((r) => setTimeout(r, 1))
-  }
-  await Promise.all(inFlight)
+  const r = await step(call, ['floor'], rate, SECONDS)
   const used = (await cpu()) - c0
-  walls.sort((a, b) => a - b)
-  const at = (q: number) => walls[Math.min(walls.length - 1, Math.floor(q * walls.length))]!
-  return { cpu: used / total, p50: at(0.5), p99: at(0.99) }
+  if (r.errors || r.dropped)
+    throw new Error(`paced calls at ${rate}/s: ${r.errors} failed, ${r.dropped} dropped`)
+  return { cpu: used / (rate * SECONDS), p50: r.p50 * 1000, p99: r.p99 * 1000 }
 }
 
 function report(
