@@ -173,8 +173,10 @@ describe('mergeSlices', () => {
     const rand = seededRandom(5)
     const pool = Array.from({ length: 40 }, (_, i) => `m${String(i).padStart(3, '0')}`)
     for (let round = 0; round < 500; round++) {
-      // Slices drawn from one pool, so members repeat across them; some empty, some alone.
-      const slices = Array.from({ length: Math.floor(rand() * 6) }, () => ({
+      // Slices drawn from one pool, so members repeat across them; some empty, some alone; now
+      // and then as many as a celebrity merge reads.
+      const count = Math.floor(rand() * (round % 10 === 0 ? 40 : 6))
+      const slices = Array.from({ length: count }, () => ({
         members: pool.filter(() => rand() < 0.3).reverse(),
         ghost: undefined,
       }))
