@@ -7,8 +7,11 @@
 // Failures, by kind: a PDS that rate-limits is paused for as long as it says and the repo waits;
 // timeouts, 5xx and cut bodies are retried with backoff up to `maxAttempts` fetches; a repo the
 // PDS says is gone, a CAR that does not parse or verify, or a DID that does not resolve to a PDS
-// is marked failed with the reason (a later run retries failed repos if asked). None of them
-// stops the others.
+// is marked failed with the reason. A failed repo is out of sync: it is fetched again later, at
+// a backoff that grows with each failure in a row (`retry`), and a fetch that succeeds
+// reconciles it (the CAR wins). None of them stops the others. The live events held while a repo
+// was fetched are never lost to a failure: they are written as live events, in order, in the
+// transaction that marks the repo failed (and so when the repo's held events pass a bound).
 //
 // In a community deployment the worker fetches only repos of accounts in its scope, and removes
 // the index of accounts queued for purging (they left the community) before fetching more. Repos
@@ -23,7 +26,7 @@ import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
 import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
-import { markPurged, RepoTable, type RepoKey } from './repos.ts'
+import { markFailed, markPurged, RepoTable, type RepoKey, type RetryPolicy } from './repos.ts'
 import { ThreadOrder, uriOf, type Woken } from './thread-order.ts'
 
 const log = childLogger('backfill')
@@ -42,6 +45,24 @@ const failuresTotal = counter(
   ['kind'],
 )
 const inFlight = gauge('openplane_backfill_in_flight', 'Repos being fetched or written')
+const outOfSyncRepos = gauge(
+  'openplane_repos_out_of_sync',
+  'Repos whose last fetch failed, waiting to be fetched again',
+)
+const outOfSyncOldest = gauge(
+  'openplane_repos_out_of_sync_oldest_seconds',
+  'How long the repo out of sync the longest has been failing to fetch',
+)
+
+/** How often the out-of-sync gauges are read from the state table. */
+const GAUGE_EVERY_MS = 15_000
+
+/** A repo's fetch given up because its held live events passed a bound (repo-gate.ts). */
+class HeldPastBound extends Error {
+  constructor() {
+    super('live events held while fetching passed the bound')
+  }
+}
 
 export interface BackfillOptions {
   db: Kysely<DatabaseSchema>
@@ -69,6 +90,8 @@ export interface BackfillOptions {
   opsPerWrite: number
   /** The accounts indexed, in a community deployment: others are neither fetched nor kept. */
   scope?: Scope
+  /** When a failed repo is fetched again. */
+  retry: RetryPolicy
 }
 
 export const BACKFILL_DEFAULTS = {
@@ -83,6 +106,7 @@ export const BACKFILL_DEFAULTS = {
   opsPerEvent: 100,
   eventsPerWrite: 20,
   opsPerWrite: 2000,
+  retry: { baseMs: 60_000, maxMs: 6 * 3600_000 },
 } satisfies Partial<BackfillOptions>
 
 export interface BackfillStats {
@@ -125,6 +149,9 @@ export class Backfill {
   private readonly parked = new Map<string, Parked>()
   /** Repos still being written whose woken records could not be written. */
   private readonly broken = new Set<string>()
+  /** Per repo in flight, what gives up its fetch (its held events passed a bound). */
+  private readonly aborts = new Map<string, AbortController>()
+  private gaugesAt = 0
   private stopping = false
   private seq = 0
   readonly stats: BackfillStats = {
@@ -144,6 +171,11 @@ export class Backfill {
     this.hosts = new HostLimits(opts.perHost)
     this.order = new ThreadOrder(opts.db)
     this.committer = new Committer(opts.writer, opts.opsPerWrite)
+    opts.writer.gate.onOverflow((did) => {
+      const abort = this.aborts.get(did)
+      log.warn({ did, fetching: !!abort }, 'live events held for a repo passed the bound')
+      abort?.abort(new HeldPastBound())
+    })
   }
 
   /**
@@ -158,6 +190,7 @@ export class Backfill {
       // The queue lives in Postgres: while it is away, wait and try again (the repos being
       // fetched go on, each retried by its own policy) instead of ending the worker.
       try {
+        await this.readGauges()
         if (await this.purgeSome()) continue
         const room = this.opts.concurrency - running.size
         const dids = room > 0 ? await this.take(room, retryFailed) : []
@@ -208,7 +241,8 @@ export class Backfill {
         'repos out of sync; refetching',
       )
       reposTotal.inc({ outcome: 'resync' }, wanted.length)
-      this.repos.enqueue(wanted, { refetch: true }).catch((err: unknown) => {
+      // A repo failing to fetch is out of sync already: it keeps its schedule.
+      this.repos.enqueue(wanted, { refetch: true, keepBackoff: true }).catch((err: unknown) => {
         log.error({ err, repos: wanted.length }, 'could not ask for out-of-sync repos')
       })
     })
@@ -251,6 +285,8 @@ export class Backfill {
         }
         if (page.length < 200) {
           this.cursor = undefined
+          // Then failed repos whose time to be fetched again has come.
+          if (!retryFailed) dids.push(...(await this.repos.due(room - dids.length, this.busy)))
           return dids
         }
       }
@@ -297,20 +333,23 @@ export class Backfill {
   private async one(did: string): Promise<void> {
     const gate = this.opts.writer.gate
     gate.hold(did)
+    const abort = new AbortController()
+    this.aborts.set(did, abort)
     this.stats.inFlight++
     inFlight.set(this.stats.inFlight)
     let written = false
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          const outcome = await this.fetchAndWrite(did)
+          const outcome = await this.fetchAndWrite(did, abort.signal)
           written = true
           if (outcome === 'done') this.repoDone(did)
           return
-        } catch (err) {
+        } catch (caught) {
           // Its records waiting for context come again with the next fetch.
           this.order.drop(did)
-          const retryIn = this.retryDelay(err, attempt)
+          const err: unknown = abort.signal.aborted ? abort.signal.reason : caught
+          const retryIn = abort.signal.aborted ? undefined : this.retryDelay(err, attempt)
           if (retryIn !== undefined && !this.stopping) {
             log.debug({ did, attempt, err: messageOf(err), retryIn }, 'repo fetch failed; retrying')
             await new Promise((r) => setTimeout(r, retryIn))
@@ -321,14 +360,57 @@ export class Backfill {
         }
       }
     } finally {
-      // Not written: the live events held for it are covered by the next fetch.
+      this.aborts.delete(did)
       if (!written) {
-        gate.release(did)
+        // Not marked failed (it could not be, or the worker is stopping): the repo stays to be
+        // fetched, and what was held for it is written now, or after a restart if stopping.
+        if (gate.holding(did) && !this.stopping) await this.letGo(did)
         this.busy.delete(did)
       }
       this.stats.inFlight--
       inFlight.set(this.stats.inFlight)
     }
+  }
+
+  /**
+   * Stops holding the repo's live events, writing those held as live events (its fetch failed or
+   * was given up), with `mark` in the same transaction. Tried until it is written: letting the
+   * repo's later events through before these would apply them out of order. While the worker
+   * stops it gives up instead; the events stay held in Postgres and a restart writes them.
+   */
+  private async letGo(
+    did: string,
+    mark: (tx: Kysely<DatabaseSchema>) => Promise<void> = async () => {},
+  ): Promise<void> {
+    const gate = this.opts.writer.gate
+    if (!gate.hasHeld(did)) {
+      gate.release(did)
+      await mark(this.opts.db)
+      return
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.opts.writer.applyRepos([{ did, events: [], finish: {} }], mark)
+        return
+      } catch (err) {
+        if (this.stopping) {
+          log.warn({ did, err: messageOf(err) }, 'held events left for the next start')
+          return
+        }
+        const delay = Math.min(30_000, 500 * 2 ** attempt)
+        log.warn({ did, err: messageOf(err), retryMs: delay }, 'held events not written; retrying')
+        await new Promise((r) => setTimeout(r, delay))
+      }
+    }
+  }
+
+  /** Sets the out-of-sync gauges from the state table, every so often. */
+  private async readGauges(): Promise<void> {
+    if (Date.now() - this.gaugesAt < GAUGE_EVERY_MS) return
+    this.gaugesAt = Date.now()
+    const { repos, oldest } = await this.repos.outOfSync()
+    outOfSyncRepos.set(repos)
+    outOfSyncOldest.set(oldest ? (Date.now() - oldest.getTime()) / 1000 : 0)
   }
 
   private repoDone(did: string): void {
@@ -357,22 +439,28 @@ export class Backfill {
     if (kind === 'other' || kind === 'car') failuresTotal.inc({ kind })
     this.stats.failed++
     reposTotal.inc({ outcome: 'failed' })
-    log.warn({ did, host, reason }, 'repo backfill failed')
-    await this.repos.markFailed(did, reason, host).catch((e: unknown) => {
-      log.error({ err: e, did }, 'could not record a failed repo')
-    })
+    const held = this.opts.writer.gate.newer(did).length
+    log.warn({ did, host, reason, held }, 'repo backfill failed; out of sync until fetched')
+    // Its held live events are written as the stock would have written them, in the
+    // transaction that marks it failed.
+    await this.letGo(did, (db) => markFailed(db, did, { reason, host }, this.opts.retry)).catch(
+      (e: unknown) => {
+        log.error({ err: e, did }, 'could not record a failed repo')
+      },
+    )
     // Its own waiting records go with it; replies waiting for its records will not get them.
     this.order.drop(did)
     await this.wake(this.order.sealed(did, true))
   }
 
-  private async fetchAndWrite(did: string): Promise<'done' | 'waiting'> {
+  private async fetchAndWrite(did: string, signal: AbortSignal): Promise<'done' | 'waiting'> {
     const { pds, signingKey } = await this.resolve(did)
     const host = new URL(pds).host
     const release = await this.hosts.acquire(host)
     let car
     try {
-      const body = await fetchRepo(pds, did, this.opts)
+      signal.throwIfAborted()
+      const body = await fetchRepo(pds, did, { ...this.opts, signal })
       if (this.opts.verify && !signingKey) throw new RepoFailed('DID document names no key', host)
       car = await readRepoCar(body, {
         did,
@@ -393,7 +481,7 @@ export class Backfill {
     try {
       this.stats.bytes += car.bytes
       bytesTotal.inc(car.bytes)
-      const { counts, parked } = await this.write(did, host, car)
+      const { counts, parked } = await this.write(did, host, car, signal)
       this.stats.records += counts.records
       for (const change of ['created', 'updated', 'deleted', 'unchanged', 'bad'] as const) {
         if (counts[change]) recordsTotal.inc({ change }, counts[change])
@@ -410,6 +498,7 @@ export class Backfill {
     did: string,
     host: string,
     car: Awaited<ReturnType<typeof readRepoCar>>,
+    signal: AbortSignal,
   ): Promise<{ counts: RepoDiffCounts; parked: boolean }> {
     const indexed = await indexedRecords(this.opts.db, did)
     const counts: RepoDiffCounts = {
@@ -431,9 +520,11 @@ export class Backfill {
     for await (const evt of repoEvents(car, indexed, src, counts, onBad)) {
       pending.push(evt)
       if (pending.length < this.opts.eventsPerWrite) continue
+      signal.throwIfAborted()
       await this.writeReady(did, await this.order.split(did, pending, this.unwritten))
       pending = []
     }
+    signal.throwIfAborted()
     let ready = await this.order.split(did, pending, this.unwritten)
     const done = { host, rev: car.rev, records: counts.records }
     if (this.order.waiting(did)) {
@@ -502,9 +593,8 @@ export class Backfill {
           continue
         }
         this.parked.delete(did)
-        this.opts.writer.gate.release(did)
-        this.busy.delete(did)
         await this.fail(did, err)
+        this.busy.delete(did)
         continue
       }
       if (last) this.repoDone(did)

@@ -1,6 +1,8 @@
 // The per-repo backfill state (openplane_repo): which repos are to be fetched, which are done and
 // at what rev, which failed and why. A repo is marked done in the transaction that writes its last
-// records (markDone), so a killed backfill resumes with exactly the repos not written.
+// records (markDone), so a killed backfill resumes with exactly the repos not written. A failed
+// repo is out of sync with its PDS: it is fetched again at `retryAt`, later after each failure in
+// a row (markFailed), until a fetch succeeds.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 
@@ -32,14 +34,21 @@ export class RepoTable {
 
   /**
    * Asks for these repos to be fetched. Repos already known keep their state, unless `refetch`
-   * (a #sync, a broken chain, a new community member): then they are fetched again.
+   * (a #sync, a broken chain, a new community member): then they are fetched again. A repo
+   * failing to fetch keeps its schedule if `keepBackoff` (it is out of sync already, and asking
+   * its PDS sooner would not help).
    */
-  async enqueue(dids: string[], opts: { refetch?: boolean } = {}): Promise<number> {
+  async enqueue(
+    dids: string[],
+    opts: { refetch?: boolean; keepBackoff?: boolean } = {},
+  ): Promise<number> {
     if (!dids.length) return 0
     // One array parameter, however many DIDs (a statement binds at most 65,535 values).
     const list = [...new Set(dids)]
     const conflict = opts.refetch
-      ? sql`do update set state = 'pending', reason = null, "updatedAt" = now()`
+      ? sql`do update set state = 'pending', reason = null, "updatedAt" = now() ${
+          opts.keepBackoff ? sql`where openplane_repo.state <> 'failed'` : sql``
+        }`
       : sql`do nothing`
     let added = 0
     for (let i = 0; i < list.length; i += 50_000) {
@@ -125,18 +134,32 @@ export class RepoTable {
       .execute()
   }
 
-  async markFailed(did: string, reason: string, host: string | undefined): Promise<void> {
-    await this.db
-      .updateTable('openplane_repo')
-      .set({
-        state: 'failed',
-        reason: reason.slice(0, 500),
-        host: host ?? null,
-        attempts: sql`attempts + 1`,
-        updatedAt: sql`now()`,
-      })
-      .where('did', '=', did)
+  /**
+   * Failed repos due to be fetched again, soonest first, up to `limit`; `busy` ones are passed
+   * over (they are being fetched).
+   */
+  async due(limit: number, busy: Set<string>): Promise<string[]> {
+    if (limit <= 0) return []
+    const rows = await this.db
+      .selectFrom('openplane_repo')
+      .select('did')
+      .where('state', '=', 'failed')
+      .where((eb) => eb.or([eb('retryAt', 'is', null), eb('retryAt', '<=', sql<Date>`now()`)]))
+      .orderBy(sql`"retryAt" nulls first`)
+      .orderBy('did')
+      .limit(limit + busy.size)
       .execute()
+    return rows.map((r) => r.did).filter((did) => !busy.has(did)).slice(0, limit)
+  }
+
+  /** How many repos are out of sync (failing to fetch), and since when the oldest has been. */
+  async outOfSync(): Promise<{ repos: number; oldest: Date | null }> {
+    const row = await this.db
+      .selectFrom('openplane_repo')
+      .select([sql<string>`count(*)`.as('n'), sql<Date | null>`min("failedSince")`.as('oldest')])
+      .where('state', '=', 'failed')
+      .executeTakeFirst()
+    return { repos: Number(row?.n ?? 0), oldest: row?.oldest ?? null }
   }
 
   async counts(): Promise<RepoCounts> {
@@ -172,6 +195,39 @@ export interface DoneRepo {
   records: number
 }
 
+/** When a failing repo is fetched again: `baseMs` after the first failure, doubling to `maxMs`. */
+export interface RetryPolicy {
+  baseMs: number
+  maxMs: number
+}
+
+/**
+ * Marks a repo failed with the reason, and when to fetch it again (a quarter either way of the
+ * backoff, so repos that failed together are not asked for together).
+ */
+export async function markFailed(
+  db: Db,
+  did: string,
+  failure: { reason: string; host: string | undefined },
+  retry: RetryPolicy,
+): Promise<void> {
+  const backoff = sql`least(${retry.maxMs}::float8, ${retry.baseMs}::float8 * power(2, least(failures, 30)))`
+  await db
+    .updateTable('openplane_repo')
+    .set({
+      state: 'failed',
+      reason: failure.reason.slice(0, 500),
+      host: failure.host ?? null,
+      attempts: sql`attempts + 1`,
+      failures: sql`failures + 1`,
+      failedSince: sql`coalesce("failedSince", now())`,
+      retryAt: sql`now() + ${backoff} * (0.75 + random() / 2) * interval '1 millisecond'`,
+      updatedAt: sql`now()`,
+    })
+    .where('did', '=', did)
+    .execute()
+}
+
 /** Marks repos done, inside the transaction that writes their last records: one statement. */
 export async function markDone(tx: Db, repos: DoneRepo[]): Promise<void> {
   if (!repos.length) return
@@ -188,6 +244,9 @@ export async function markDone(tx: Db, repos: DoneRepo[]): Promise<void> {
         records: sql.ref('excluded.records'),
         reason: null,
         attempts: sql`openplane_repo.attempts + 1`,
+        failures: 0,
+        failedSince: null,
+        retryAt: null,
         updatedAt: sql`now()`,
       }),
     )

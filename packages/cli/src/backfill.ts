@@ -20,7 +20,7 @@ import type { Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
 import { Writer, writerDeps } from '@openplane/ingest'
 import { logger } from '@openplane/telemetry'
-import type { Config } from './config.ts'
+import { retryPolicy, type Config } from './config.ts'
 import { openDatabase } from './database.ts'
 import { takeWriterLock } from './writer-lock.ts'
 
@@ -133,6 +133,8 @@ async function run(
     testHandles: config.testHandles,
   })
   const writer = new Writer(db.db, writerDeps(identity), { scope: community })
+  // Live events a crashed server left held come before any CAR written here.
+  await writer.recoverHeld()
   // Members' lists and follows, as they are written, bring more accounts to fetch.
   if (community) writer.onCommitted(community.onCommitted)
   const backfill = new Backfill({
@@ -144,6 +146,7 @@ async function run(
     concurrency: Math.max(1, config.backfill.concurrency),
     perHost: config.backfill.perHost,
     memoryBytes: config.backfill.memoryBytes,
+    retry: retryPolicy(config),
     retryFailed,
     scope: community,
   })

@@ -98,6 +98,23 @@ export interface BackfillConfig {
   perHost: number
   /** A repo's blocks held in memory before the rest goes to a temporary file. */
   memoryBytes: number
+  /** A failed repo is fetched again this long after its first failure, doubling each time. */
+  retryBaseMs: number
+  /** ...up to this long. */
+  retryMaxMs: number
+  /** Live events held for one repo being fetched, and for all, past which its fetch gives up. */
+  holdPerRepo: number
+  holdTotal: number
+}
+
+/** The repo gate's bounds, from the backfill's config. */
+export function holdLimits(config: Config): { perRepo: number; total: number } {
+  return { perRepo: config.backfill.holdPerRepo, total: config.backfill.holdTotal }
+}
+
+/** When a failed repo is fetched again, from the backfill's config. */
+export function retryPolicy(config: Config): { baseMs: number; maxMs: number } {
+  return { baseMs: config.backfill.retryBaseMs, maxMs: config.backfill.retryMaxMs }
 }
 
 export interface TimelinesConfig {
@@ -401,6 +418,10 @@ export function readConfig(env: Env = process.env): Config {
       concurrency: int(env, 'DATAPLANE_BACKFILL_CONCURRENCY', 32, 0, 1000),
       perHost: int(env, 'DATAPLANE_BACKFILL_PER_HOST', 4, 1, 1000),
       memoryBytes: int(env, 'DATAPLANE_BACKFILL_MEMORY_MB', 64, 1, 65_536) * 1024 * 1024,
+      retryBaseMs: int(env, 'DATAPLANE_BACKFILL_RETRY_SECONDS', 60, 1, 86_400) * 1000,
+      retryMaxMs: int(env, 'DATAPLANE_BACKFILL_RETRY_MAX_SECONDS', 21_600, 1, 604_800) * 1000,
+      holdPerRepo: int(env, 'DATAPLANE_BACKFILL_HOLD_PER_REPO', 5_000, 1, 10_000_000),
+      holdTotal: int(env, 'DATAPLANE_BACKFILL_HOLD_TOTAL', 100_000, 1, 100_000_000),
     },
     community: community(env),
     bsync: bsync(env, indexer),

@@ -5,6 +5,7 @@
 // stop reads; taking the process out of rotation for those would turn a delay into an outage.
 import { sql } from 'kysely'
 import type { Db } from '@openplane/db'
+import type { RepoTable } from '@openplane/backfill'
 import type { BsyncConsumer } from '@openplane/bsync'
 import type { GraphFollower, HomeTimelines } from '@openplane/fanout'
 import type { Indexer } from '@openplane/ingest'
@@ -21,6 +22,26 @@ export interface HealthParts {
   community?: Community
   bsync?: BsyncConsumer
   labels?: LabelConsumer
+  /** The indexer's repo state: repos out of sync (their fetch failing) are reported. */
+  repos?: RepoTable
+}
+
+/** How long the out-of-sync count is reused between probes (it counts rows). */
+const REPOS_EVERY_MS = 10_000
+let reposRead: { at: number; value: Promise<OutOfSync> } | undefined
+interface OutOfSync {
+  repos: number
+  oldest: string | null
+}
+
+function outOfSync(repos: RepoTable): Promise<OutOfSync> {
+  if (reposRead && Date.now() - reposRead.at < REPOS_EVERY_MS) return reposRead.value
+  const value = repos.outOfSync().then(
+    (r) => ({ repos: r.repos, oldest: r.oldest?.toISOString() ?? null }),
+    () => ({ repos: -1, oldest: null }),
+  )
+  reposRead = { at: Date.now(), value }
+  return value
 }
 
 export async function healthReport(parts: HealthParts): Promise<HealthReport> {
@@ -37,6 +58,7 @@ export async function healthReport(parts: HealthParts): Promise<HealthReport> {
   })
   const bsync = parts.bsync && Object.entries(parts.bsync.state())
   const labelers = parts.labels?.state()
+  const repos = parts.repos && (await outOfSync(parts.repos))
   return {
     ready: postgres.ok,
     dependencies: {
@@ -56,5 +78,6 @@ export async function healthReport(parts: HealthParts): Promise<HealthReport> {
         : {}),
     },
     ...(parts.community ? { community: { accounts: parts.community.size() } } : {}),
+    ...(repos ? { outOfSync: repos } : {}),
   }
 }

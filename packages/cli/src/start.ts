@@ -14,7 +14,7 @@ import {
 } from '@openplane/fanout'
 import { Graph } from '@openplane/graph'
 import { createIdentity } from '@openplane/identity'
-import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
+import { Backfill, BACKFILL_DEFAULTS, RepoTable } from '@openplane/backfill'
 import { BsyncConsumer } from '@openplane/bsync'
 import { LabelConsumer } from '@openplane/labels'
 import { Community } from '@openplane/community'
@@ -31,7 +31,7 @@ import {
   type RedisClient,
   type TimelineStore,
 } from '@openplane/timelines'
-import type { Config } from './config.ts'
+import { holdLimits, retryPolicy, type Config } from './config.ts'
 import { openDatabase, openReadDatabase } from './database.ts'
 import { healthReport } from './health.ts'
 import { takeWriterLock, type WriterLock } from './writer-lock.ts'
@@ -73,7 +73,10 @@ export async function start(config: Config): Promise<Running> {
     const deps = writerDeps(identity)
     // A community deployment indexes its accounts only, and asks for a backfill of each one new.
     community = config.community ? await Community.open(db.db, config.community, true) : undefined
-    const writer = new Writer(db.db, deps, { scope: community })
+    const writer = new Writer(db.db, deps, { scope: community, hold: holdLimits(config) })
+    // Live events a crash left held for repos being fetched, applied before any new one.
+    const recovered = await writer.recoverHeld()
+    if (recovered) log.info({ events: recovered }, 'applied live events held before a restart')
     if (fast?.fanout) writer.onCommitted(fast.fanout.onCommitted)
     if (config.backfill.concurrency === 0) {
       writer.onOutOfSync((dids) =>
@@ -101,6 +104,7 @@ export async function start(config: Config): Promise<Running> {
         concurrency: config.backfill.concurrency,
         perHost: config.backfill.perHost,
         memoryBytes: config.backfill.memoryBytes,
+        retry: retryPolicy(config),
         scope: community,
       })
       backfill.followResyncs()
@@ -176,6 +180,7 @@ export async function start(config: Config): Promise<Running> {
         community,
         bsync,
         labels,
+        repos: config.indexer ? new RepoTable(db.db) : undefined,
       }),
     control: {
       // Lets tests and operators wait until a firehose seq (fan-out included) and bsync

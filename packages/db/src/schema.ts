@@ -603,6 +603,21 @@ export interface OpenplaneRepo {
   reason: string | null
   enqueuedAt: ColumnType<Date, Date | string | undefined, Date | string>
   updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
+  /** A failed repo: when to fetch it again (null: now). */
+  retryAt: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** A failed repo: since when its fetches have been failing. */
+  failedSince: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
+  /** Failed fetches in a row (the backoff grows with it). */
+  failures: ColumnType<number, number | undefined, number>
+}
+
+/** A live event held while its repo is fetched (@openplane/ingest's repo gate), as JSON. */
+export interface OpenplaneHeldEvent {
+  source: string
+  seq: Int8
+  did: string
+  event: string
+  id: ColumnType<number, never, never>
 }
 
 /** `purge`: a community deployment removes the account's index (it left the community). */
@@ -670,4 +685,5 @@ export interface DatabaseSchema {
   openplane_graph_snapshot: OpenplaneGraphSnapshot
   openplane_graph_snapshot_chunk: OpenplaneGraphSnapshotChunk
   openplane_repo: OpenplaneRepo
+  openplane_held_event: OpenplaneHeldEvent
 }

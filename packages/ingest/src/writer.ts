@@ -23,7 +23,8 @@ import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
 import { brokenChains } from './chain.ts'
-import { RepoGate } from './repo-gate.ts'
+import { dropHeld, dropHeldUpTo, loadHeld, storeHeld } from './held-store.ts'
+import { RepoGate, type HoldLimits } from './repo-gate.ts'
 import { scoped, type Scope } from './scope.ts'
 
 type Db = Kysely<DatabaseSchema>
@@ -65,9 +66,12 @@ export type CommitListener = (
  */
 type Position = (tx: Kysely<DatabaseSchema>) => Promise<string>
 
-/** A backfilled repo's last chunk: the rev its records are written at. */
+/**
+ * A backfilled repo's last chunk: the rev its records are written at. Without a rev the repo
+ * could not be fetched: every live event held for it is written as it came.
+ */
 export interface RepoFinish {
-  rev: string
+  rev?: string
 }
 
 /** A repo's events to write in a backfill; `finish` on its last chunk. */
@@ -109,6 +113,9 @@ interface Ahead {
 const sameSeqs = (seqs: number[], batch: IngestEvent[]) =>
   seqs.length === batch.length && seqs.every((seq, i) => batch[i]!.seq === seq)
 
+/** Held events a restart applies per transaction. */
+const RECOVER_BATCH = 500
+
 /** How long to wait for a transaction that is still open to end before giving up for now. */
 const SETTLE_TRIES = 20
 const SETTLE_WAIT_MS = 100
@@ -125,7 +132,7 @@ export class Writer {
   /** Per source, the next batch being prepared and planned while the current one is written. */
   private readonly ahead = new Map<string, Ahead>()
   /** Live events of repos being backfilled (see repo-gate.ts). */
-  readonly gate = new RepoGate()
+  readonly gate: RepoGate
   /**
    * The batch being written, whatever its source: batches are planned on what is committed, so
    * they are written one at a time (a live source's and a backfill's alike).
@@ -133,11 +140,14 @@ export class Writer {
   private tail: Promise<unknown> = Promise.resolve()
   /** The accounts indexed, when not the whole network. */
   private readonly scope: Scope | undefined
+  /** Seqs of the skips that stand in for empty batches: negative, never a source's. */
+  private filler = 0
 
-  constructor(db: Db, deps: WriterDeps, opts: { scope?: Scope } = {}) {
+  constructor(db: Db, deps: WriterDeps, opts: { scope?: Scope; hold?: HoldLimits } = {}) {
     this.db = db
     this.deps = deps
     this.scope = opts.scope
+    this.gate = new RepoGate(opts.hold)
   }
 
   /**
@@ -171,17 +181,21 @@ export class Writer {
     opts: { next?: IngestEvent[] } = {},
   ): Promise<void> {
     return this.exclusive(() => {
-      const events = this.gate.divert(scoped(this.scope, batch))
+      const inScope = scoped(this.scope, batch)
+      const events = this.gate.divert(inScope)
+      // Set aside, they are kept with the cursor that moves past them.
+      const held = this.gate.heldIn(inScope)
       const cursor = events[events.length - 1]?.seq ?? 0
-      return this.write(source, events, cursor, cursorPosition(source, cursor), opts.next)
+      return this.write(source, events, cursor, cursorPosition(source, cursor, held), opts.next)
     })
   }
 
   /**
    * Writes chunks of repos' backfills (events made from their CARs), several repos to one
    * transaction, with `mark` (their state) last in it. A repo's last chunk (`finish`) also writes
-   * the live events held for it that are newer than the fetched rev; such repos are released once
-   * it commits. Retried like applyBatch (one caller: the backfill writes in turn).
+   * the live events held for it that are newer than the fetched rev (all of them, when it could
+   * not be fetched); such repos are released once it commits. `mark` runs even when there is
+   * nothing else to write. Retried like applyBatch (one caller: the backfill writes in turn).
    */
   applyRepos(
     parts: RepoChunk[],
@@ -191,9 +205,48 @@ export class Writer {
       const batch = parts.flatMap((p) =>
         p.finish ? [...p.events, ...this.gate.newer(p.did, p.finish.rev)] : p.events,
       )
-      await this.write(BACKFILL_SOURCE, batch, 0, markedPosition(mark))
+      const stored = parts.filter((p) => p.finish && this.gate.hasHeld(p.did)).map((p) => p.did)
+      const position = markedPosition(async (tx) => {
+        await dropHeld(tx, stored)
+        await mark(tx)
+      })
+      await this.write(BACKFILL_SOURCE, this.orFiller(batch), 0, position)
       for (const p of parts) if (p.finish) this.gate.release(p.did, p.finish.rev)
     })
+  }
+
+  /**
+   * Applies, in the order they were held, the live events a crash left held (openplane_held_event):
+   * their repos' fetches did not finish, so they are written as live events and the repos are
+   * fetched again to reconcile. Call before any source starts. Returns how many were applied.
+   */
+  async recoverHeld(): Promise<number> {
+    let after = 0
+    let applied = 0
+    for (;;) {
+      const rows = await loadHeld(this.db, after, RECOVER_BATCH)
+      if (!rows.length) return applied
+      const last = rows[rows.length - 1]!.id
+      const events = rows.flatMap((r) => (r.event ? [r.event] : []))
+      if (events.length < rows.length)
+        log.error({ rows: rows.length - events.length }, 'held events unreadable; left out')
+      await this.exclusive(() =>
+        this.write(
+          BACKFILL_SOURCE,
+          this.orFiller(events),
+          0,
+          markedPosition((tx) => dropHeldUpTo(tx, last)),
+        ),
+      )
+      applied += events.length
+      after = last
+    }
+  }
+
+  /** The batch, or a skip when it is empty (so that its position is still written). */
+  private orFiller(batch: IngestEvent[]): IngestEvent[] {
+    if (batch.length) return batch
+    return [{ type: 'skip', seq: -++this.filler, time: new Date().toISOString(), did: '' }]
   }
 
   /**
@@ -526,9 +579,10 @@ export class Writer {
 
 type ActorState = { handle: string | null; indexedAt: string }
 
-/** A live source's position: its cursor, upserted. */
-function cursorPosition(source: string, cursor: number): Position {
+/** A live source's position: its cursor, upserted, and the events held that it moves past. */
+function cursorPosition(source: string, cursor: number, held: IngestEvent[]): Position {
   return async (tx) => {
+    await storeHeld(tx, source, held)
     const row = await tx
       .insertInto('openplane_cursor')
       .values({ source, seq: cursor })

@@ -7,6 +7,7 @@ import * as actorIds from './0003-actor-ids.ts'
 import * as repoBackfill from './0004-repo-backfill.ts'
 import * as repoQueue from './0005-repo-queue.ts'
 import * as streamCursor from './0006-stream-cursor.ts'
+import * as repoResync from './0007-repo-resync.ts'
 
 /** Creates the stock's schema; recorded without running when adopting a stock database. */
 export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
@@ -21,6 +22,7 @@ export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvi
     '0004-repo-backfill': repoBackfill,
     '0005-repo-queue': repoQueue,
     '0006-stream-cursor': streamCursor,
+    '0007-repo-resync': repoResync,
   }
   return { getMigrations: async () => migrations }
 }
