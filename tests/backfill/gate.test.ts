@@ -1,29 +1,34 @@
 // The order of a repo's backfill and its live events, through the writer alone: while a repo is
 // held, a live delete of a record the fetched CAR still has is written after the CAR's records,
 // so the record stays deleted; live events the CAR already covers are dropped, after the
-// backfill too; a retried live batch holds nothing twice.
+// backfill too; a retried live batch holds nothing twice. A repo that cannot be fetched gets its
+// held events written as live, in order; held events survive a restart; holding is bounded.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Db } from '@openplane/db'
 import type { IngestEvent, Writer } from '@openplane/ingest'
+import { Writer as WriterClass, writerDeps } from '@openplane/ingest'
 import { openScratchWriter, type ScratchWriter } from '../harness/writer.ts'
 
 const DID = 'did:plc:gategategategategategate'
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm'
 const TIME = '2026-03-01T12:00:00.000Z'
 const rkey = (i: number) => `3post${String(i).padStart(8, 'a')}`
-const uri = (i: number) => `at://${DID}/app.bsky.feed.post/${rkey(i)}`
+const uriOf = (did: string, i: number) => `at://${did}/app.bsky.feed.post/${rkey(i)}`
+const uri = (i: number) => uriOf(DID, i)
 const record = (i: number) => ({ $type: 'app.bsky.feed.post', text: `post ${i}`, createdAt: TIME })
 
 type Commit = Extract<IngestEvent, { type: 'commit' }>
-const commit = (seq: number, rev: string, ops: Commit['ops']): Commit => ({
+const commitOf = (did: string, seq: number, rev: string, ops: Commit['ops']): Commit => ({
   type: 'commit',
   seq,
   time: TIME,
-  did: DID,
+  did,
   commit: CID,
   rev,
   ops,
 })
+const commit = (seq: number, rev: string, ops: Commit['ops']): Commit =>
+  commitOf(DID, seq, rev, ops)
 const create = (i: number): Commit['ops'][number] => ({
   action: 'create',
   collection: 'app.bsky.feed.post',
@@ -41,8 +46,24 @@ describe('repo gate: a backfill and the live events of its repo', () => {
   let scratch: ScratchWriter
   let db: Db
   let writer: Writer
-  const posts = async () =>
-    (await db.db.selectFrom('post').select('uri').orderBy('uri').execute()).map((r) => r.uri)
+  const posts = async (did = DID) =>
+    (
+      await db.db
+        .selectFrom('post')
+        .select('uri')
+        .where('creator', '=', did)
+        .orderBy('uri')
+        .execute()
+    ).map((r) => r.uri)
+  const stored = async (did: string) =>
+    (
+      await db.db
+        .selectFrom('openplane_held_event')
+        .select('seq')
+        .where('did', '=', did)
+        .orderBy('seq')
+        .execute()
+    ).map((r) => Number(r.seq))
 
   beforeAll(async () => {
     scratch = await openScratchWriter('op_gate')
@@ -82,5 +103,73 @@ describe('repo gate: a backfill and the live events of its repo', () => {
     // A relay behind the PDS sends the CAR's commits again: dropped; a newer one is applied.
     await writer.applyBatch('live', [commit(13, '3kb', [create(2)]), commit(14, '3ke', [del(1)])])
     expect(await posts()).toEqual([uri(3), uri(4)])
+  })
+
+  it('writes every held event as live, in order, when the repo cannot be fetched', async () => {
+    const did = 'did:plc:unfetchableunfetchableun'
+    writer.gate.hold(did)
+    // Create 1 and 2, delete 1, then create 3: applied out of order, post 1 would come back.
+    await writer.applyBatch('live', [
+      commitOf(did, 20, '3kb', [create(1), create(2)]),
+      commitOf(did, 21, '3kc', [del(1)]),
+    ])
+    await writer.applyBatch('live', [commitOf(did, 22, '3kd', [create(3)])])
+    expect(await posts(did)).toEqual([])
+    // Kept with the cursor that moved past them.
+    expect(await stored(did)).toEqual([20, 21, 22])
+    let marked = 0
+    await writer.applyRepos([{ did, events: [], finish: {} }], async () => void marked++)
+    expect(marked).toBe(1)
+    expect(writer.gate.holding(did)).toBe(false)
+    expect(await posts(did)).toEqual([uriOf(did, 2), uriOf(did, 3)])
+    expect(await stored(did)).toEqual([])
+    // Its later events are live again, with no CAR to cover anything.
+    await writer.applyBatch('live', [commitOf(did, 23, '3ka', [del(2)])])
+    expect(await posts(did)).toEqual([uriOf(did, 3)])
+  })
+
+  it('applies the events a crash left held before anything else, once', async () => {
+    const did = 'did:plc:crashedcrashedcrashedcra'
+    writer.gate.hold(did)
+    await writer.applyBatch('live', [
+      commitOf(did, 30, '3kb', [create(1)]),
+      commitOf(did, 31, '3kc', [create(2), del(1)]),
+    ])
+    expect(await stored(did)).toEqual([30, 31])
+    // A new process on the same database: nothing in memory, the rows in Postgres.
+    const restarted = new WriterClass(db.db, writerDeps(scratch.identity, 200))
+    expect(await restarted.recoverHeld()).toBe(2)
+    expect(await posts(did)).toEqual([uriOf(did, 2)])
+    expect(await stored(did)).toEqual([])
+    expect(await restarted.recoverHeld()).toBe(0)
+  })
+
+  it('reports a repo whose held events pass a bound, once', async () => {
+    const bounded = new WriterClass(db.db, writerDeps(scratch.identity, 200), {
+      hold: { perRepo: 2, total: 3 },
+    })
+    const over: string[] = []
+    bounded.gate.onOverflow((did) => over.push(did))
+    const a = 'did:plc:boundboundboundboundaaaa'
+    const b = 'did:plc:boundboundboundboundbbbb'
+    bounded.gate.hold(a)
+    bounded.gate.hold(b)
+    await bounded.applyBatch('bounded', [
+      commitOf(a, 40, '3ka', [create(1)]),
+      commitOf(a, 41, '3kb', [create(2)]),
+      commitOf(b, 42, '3ka', [create(1)]),
+    ])
+    expect(over).toEqual([])
+    // A third for `a`: past its own bound; then `b` adds to more than three in all.
+    await bounded.applyBatch('bounded', [
+      commitOf(a, 43, '3kc', [create(3)]),
+      commitOf(a, 44, '3kd', [create(4)]),
+      commitOf(b, 45, '3kb', [create(2)]),
+    ])
+    expect(over).toEqual([a, b])
+    for (const did of [a, b])
+      await bounded.applyRepos([{ did, events: [], finish: {} }], async () => {})
+    expect(await posts(a)).toHaveLength(4)
+    expect(await posts(b)).toHaveLength(2)
   })
 })

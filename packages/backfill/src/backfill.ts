@@ -92,6 +92,11 @@ export interface BackfillOptions {
   scope?: Scope
   /** When a failed repo is fetched again. */
   retry: RetryPolicy
+  /**
+   * How long a repo's fetch may keep being retried (a host that keeps rate-limiting) before it
+   * is given up for now: its live events are held meanwhile.
+   */
+  maxHoldMs: number
 }
 
 export const BACKFILL_DEFAULTS = {
@@ -107,6 +112,7 @@ export const BACKFILL_DEFAULTS = {
   eventsPerWrite: 20,
   opsPerWrite: 2000,
   retry: { baseMs: 60_000, maxMs: 6 * 3600_000 },
+  maxHoldMs: 300_000,
 } satisfies Partial<BackfillOptions>
 
 export interface BackfillStats {
@@ -337,6 +343,7 @@ export class Backfill {
     this.aborts.set(did, abort)
     this.stats.inFlight++
     inFlight.set(this.stats.inFlight)
+    const started = Date.now()
     let written = false
     try {
       for (let attempt = 1; ; attempt++) {
@@ -350,7 +357,13 @@ export class Backfill {
           this.order.drop(did)
           const err: unknown = abort.signal.aborted ? abort.signal.reason : caught
           const retryIn = abort.signal.aborted ? undefined : this.retryDelay(err, attempt)
-          if (retryIn !== undefined && !this.stopping) {
+          // A rate-limited host is waited for before the next fetch (HostLimits).
+          const waits =
+            err instanceof RepoFetchError && err.kind === 'rate-limited'
+              ? Math.max(0, (err.retryAt ?? 0) - Date.now())
+              : (retryIn ?? 0)
+          const overdue = Date.now() - started + waits > this.opts.maxHoldMs
+          if (retryIn !== undefined && !this.stopping && !overdue) {
             log.debug({ did, attempt, err: messageOf(err), retryIn }, 'repo fetch failed; retrying')
             await new Promise((r) => setTimeout(r, retryIn))
             continue

@@ -105,6 +105,8 @@ export interface BackfillConfig {
   /** Live events held for one repo being fetched, and for all, past which its fetch gives up. */
   holdPerRepo: number
   holdTotal: number
+  /** How long one repo's fetch is retried (its live events held) before it is given up. */
+  maxHoldMs: number
 }
 
 /** The repo gate's bounds, from the backfill's config. */
@@ -422,6 +424,7 @@ export function readConfig(env: Env = process.env): Config {
       retryMaxMs: int(env, 'DATAPLANE_BACKFILL_RETRY_MAX_SECONDS', 21_600, 1, 604_800) * 1000,
       holdPerRepo: int(env, 'DATAPLANE_BACKFILL_HOLD_PER_REPO', 5_000, 1, 10_000_000),
       holdTotal: int(env, 'DATAPLANE_BACKFILL_HOLD_TOTAL', 100_000, 1, 100_000_000),
+      maxHoldMs: int(env, 'DATAPLANE_BACKFILL_HOLD_SECONDS', 300, 1, 86_400) * 1000,
     },
     community: community(env),
     bsync: bsync(env, indexer),

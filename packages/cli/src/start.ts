@@ -105,6 +105,7 @@ export async function start(config: Config): Promise<Running> {
         perHost: config.backfill.perHost,
         memoryBytes: config.backfill.memoryBytes,
         retry: retryPolicy(config),
+        maxHoldMs: config.backfill.maxHoldMs,
         scope: community,
       })
       backfill.followResyncs()
