@@ -149,7 +149,10 @@ export class RepoTable {
       .orderBy('did')
       .limit(limit + busy.size)
       .execute()
-    return rows.map((r) => r.did).filter((did) => !busy.has(did)).slice(0, limit)
+    return rows
+      .map((r) => r.did)
+      .filter((did) => !busy.has(did))
+      .slice(0, limit)
   }
 
   /** How many repos are out of sync (failing to fetch), and since when the oldest has been. */
