@@ -31,6 +31,8 @@ const OUR_TABLES = [
   'openplane_graph_snapshot_chunk',
   'openplane_repo',
   'openplane_stream_cursor',
+  'openplane_held_event',
+  'openplane_held_event_id_seq',
 ]
 
 const created: string[] = []
@@ -99,6 +101,7 @@ describe('@openplane/db schema', () => {
         '0004-repo-backfill',
         '0005-repo-queue',
         '0006-stream-cursor',
+        '0007-repo-resync',
       ],
     })
 
@@ -149,6 +152,7 @@ describe('@openplane/db schema', () => {
         '0004-repo-backfill',
         '0005-repo-queue',
         '0006-stream-cursor',
+        '0007-repo-resync',
       ],
     })
 
@@ -176,6 +180,7 @@ describe('@openplane/db schema', () => {
       '0004-repo-backfill',
       '0005-repo-queue',
       '0006-stream-cursor',
+      '0007-repo-resync',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -227,6 +232,7 @@ describe('@openplane/db schema', () => {
           '0004-repo-backfill',
           '0005-repo-queue',
           '0006-stream-cursor',
+          '0007-repo-resync',
         ],
       })
 
