@@ -8,6 +8,7 @@ import {
   parseSync,
 } from '@atproto/sync'
 import type { IdResolver } from '@atproto/identity'
+import { decodeCommitFrame } from './commit-frame.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
 
 export type FrameResult =
@@ -33,6 +34,20 @@ export interface FrameOptions {
 }
 
 export async function decodeFrame(bytes: Uint8Array, opts: FrameOptions): Promise<FrameResult> {
+  // Ordinary commits from a trusted relay take the fast path (commit-frame.ts); whatever it does
+  // not read exactly, and verifying mode, are decoded below, the reference way.
+  if (!opts.verify) {
+    const fast = decodeCommitFrame(bytes)
+    if (fast) return { kind: 'event', event: fast.event, dropped: fast.dropped }
+  }
+  return decodeFrameReference(bytes, opts)
+}
+
+/** The frame decoded with @atproto's CBOR, CAR and sync parsing (every frame, every mode). */
+export async function decodeFrameReference(
+  bytes: Uint8Array,
+  opts: FrameOptions,
+): Promise<FrameResult> {
   let header: unknown
   let body: unknown
   try {

@@ -1,5 +1,5 @@
 export type { CommitOp, IngestEvent } from './events.ts'
-export { decodeFrame, type FrameResult } from './frames.ts'
+export { decodeFrame, decodeFrameReference, type FrameResult } from './frames.ts'
 export { decodeChecked } from './decoder.ts'
 export { Indexer, type IndexerOptions, type IndexerState } from './indexer.ts'
 export {
