@@ -95,6 +95,8 @@ interface SideResult {
   seconds: number
   rate: number
   nodeCpu: number
+  /** Of nodeCpu, the decode threads' (the rest: the writer's thread and the runtime's). */
+  decodeCpu: number
   pgCpu: number
   statements: number
 }
@@ -105,6 +107,7 @@ async function measure(
   run: (progress: () => number) => Promise<void>,
 ): Promise<SideResult> {
   const cpu0 = process.cpuUsage()
+  const decode0 = await decodeCpu()
   const pg0 = postgresCpu()
   const st0 = statements.count()
   const t0 = performance.now()
@@ -117,6 +120,7 @@ async function measure(
     seconds,
     rate: summary.frames / seconds,
     nodeCpu: (cpu.user + cpu.system) / 1e6,
+    decodeCpu: (await decodeCpu()) - decode0,
     pgCpu: postgresCpu() - pg0,
     statements: statements.count() - st0,
   }
@@ -259,8 +263,11 @@ try {
     const differences = unexplained.reduce((n, d) => n + d.onlyStock.length + d.onlyOurs.length, 0)
     console.log(
       `\ningest: stock ${stock.rate.toFixed(0)} ev/s, openplane ${ours.rate.toFixed(0)} ev/s, ` +
-        `ratio ${(ours.rate / stock.rate).toFixed(1)}x, table differences ${differences}`,
+        `ratio ${(ours.rate / stock.rate).toFixed(1)}x, table differences ${differences}; ` +
+        cpuPerEvent(ours),
     )
+  } else if (ours) {
+    console.log(`\ningest: openplane ${ours.rate.toFixed(0)} ev/s; ${cpuPerEvent(ours)}`)
   }
 } catch (err) {
   console.error(err)
@@ -269,6 +276,21 @@ try {
   await replay.stop()
   if (process.env.BENCH_KEEP_SCHEMAS) log(`schemas kept: ${schemas.join(', ')}`)
   else await dropSchemas(schemas)
+}
+
+/** Our side's CPU per event, each process's (and the decode threads') seconds over the events. */
+function cpuPerEvent(r: SideResult): string {
+  const us = (seconds: number) => ((seconds / summary.frames) * 1e6).toFixed(0)
+  return (
+    `cpu us/event writer ${us(r.nodeCpu - r.decodeCpu)}, decode ${us(r.decodeCpu)}, ` +
+    `postgres ${us(r.pgCpu)}`
+  )
+}
+
+/** CPU seconds of our decode threads so far (a metric they report with each reply). */
+async function decodeCpu(): Promise<number> {
+  const m = await registry.getSingleMetric('openplane_decode_cpu_seconds_total')?.get()
+  return (m?.values ?? []).reduce((a, v) => a + v.value, 0)
 }
 
 /** Where our time went: the indexer's per-phase histograms, summed over the run. */

@@ -4,6 +4,7 @@ import type { IdResolver } from '@atproto/identity'
 import { createIdentity } from '@openplane/identity'
 import { decodeChecked, type WorkerReply, type WorkerRequest, type WorkerSetup } from './decoder.ts'
 import type { FrameResult } from './frames.ts'
+import { threadCpuSeconds } from './stages.ts'
 
 const setup = workerData as WorkerSetup
 // Without verification the resolver is never asked.
@@ -21,6 +22,7 @@ parentPort!.on('message', (req: WorkerRequest) => {
 
 async function handle(req: WorkerRequest): Promise<void> {
   const started = performance.now()
+  const cpuBefore = threadCpuSeconds()
   const results: FrameResult[] = []
   let start = 0
   for (const end of req.ends) {
@@ -39,6 +41,7 @@ async function handle(req: WorkerRequest): Promise<void> {
     id: req.id,
     results,
     seconds: (performance.now() - started) / 1000,
+    cpuSeconds: threadCpuSeconds() - cpuBefore,
   }
   parentPort!.postMessage(reply)
 }

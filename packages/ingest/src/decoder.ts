@@ -11,7 +11,7 @@ import type { IdentityOptions } from '@openplane/identity'
 import { childLogger, counter } from '@openplane/telemetry'
 import { checkRecords } from './checks.ts'
 import { decodeFrame, type FrameOptions, type FrameResult } from './frames.ts'
-import { stageSeconds } from './stages.ts'
+import { decodeCpuSeconds, stageSeconds, threadCpuSeconds } from './stages.ts'
 
 const log = childLogger('decoder')
 const restarts = counter(
@@ -48,8 +48,10 @@ export function createDecoder(opts: DecoderOptions): FrameDecoder {
     return {
       async decode(bytes) {
         const started = performance.now()
+        const cpuBefore = threadCpuSeconds()
         const res = await decodeChecked(bytes, frameOpts)
         stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
+        decodeCpuSeconds.inc(threadCpuSeconds() - cpuBefore)
         return res
       },
       stop: async () => {},
@@ -80,8 +82,9 @@ export interface WorkerRequest {
 export interface WorkerReply {
   id: number
   results: FrameResult[]
-  /** The worker's time on these frames. */
+  /** The worker's time on these frames, and its thread's CPU time. */
   seconds: number
+  cpuSeconds: number
 }
 
 interface Waiting {
@@ -176,6 +179,7 @@ class WorkerDecoder implements FrameDecoder {
       slot.sent.delete(reply.id)
       slot.frames -= sent.waiting.length
       stageSeconds.inc({ stage: 'decode' }, reply.seconds)
+      decodeCpuSeconds.inc(reply.cpuSeconds)
       reply.results.forEach((r, i) => sent.waiting[i]!.resolve(revive(r)))
     })
     worker.on('error', (err) => log.error({ err }, 'decode worker failed'))
