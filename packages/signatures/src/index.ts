@@ -1,0 +1,1 @@
+export { signatureBackend, verifySignature } from './verify.ts'

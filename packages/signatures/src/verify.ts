@@ -1,0 +1,91 @@
+// Signature checks as atproto defines them (ECDSA over SHA-256, 64-byte compact r‖s, low-S only;
+// secp256k1 "ES256K" and P-256 "ES256" keys as did:key), at native speed: a commit's or label's
+// check is on the hot path of verifying ingest and backfill. Each did:key is parsed once and its
+// prepared key kept. secp256k1 runs on libsecp256k1 (the `secp256k1` package's prebuilt N-API
+// binding), which refuses high-S signatures itself; P-256 runs on OpenSSL (node:crypto), with the
+// low-S rule checked here. @atproto/crypto only parses the did:key.
+import { createPublicKey, hash, verify, type KeyObject } from 'node:crypto'
+import { createRequire } from 'node:module'
+import { parseDidKey } from '@atproto/crypto'
+
+interface Secp256k1 {
+  ecdsaVerify(sig: Uint8Array, msg32: Uint8Array, publicKey: Uint8Array): boolean
+}
+
+const require = createRequire(import.meta.url)
+/**
+ * The native binding, or the package's pure-JS fallback (elliptic) where it cannot load; which
+ * one runs is reported by signatureBackend().
+ */
+let secp: Secp256k1
+let backend: 'libsecp256k1' | 'elliptic'
+try {
+  secp = require('secp256k1/bindings') as Secp256k1
+  backend = 'libsecp256k1'
+} catch {
+  secp = require('secp256k1/elliptic') as Secp256k1
+  backend = 'elliptic'
+}
+
+/** Which secp256k1 implementation checks signatures in this process. */
+export function signatureBackend(): 'libsecp256k1' | 'elliptic' {
+  return backend
+}
+
+/** P-256's group order halved: a signature's s above it is the high-S twin, refused. */
+const P256_HALF_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n >> 1n
+
+type Prepared =
+  { alg: 'ES256K'; key: Uint8Array } | { alg: 'ES256'; key: KeyObject } | { alg: 'unsupported' }
+
+/** Parsed keys by did:key; a deployment sees a bounded set of signing keys, but bound it anyway. */
+const keys = new Map<string, Prepared>()
+const MAX_KEYS = 200_000
+
+function prepare(didKey: string): Prepared {
+  let prepared = keys.get(didKey)
+  if (prepared) return prepared
+  try {
+    const { jwtAlg, keyBytes } = parseDidKey(didKey)
+    if (jwtAlg === 'ES256K') prepared = { alg: 'ES256K', key: keyBytes }
+    else if (jwtAlg === 'ES256') {
+      // keyBytes: the uncompressed point 04‖x‖y.
+      const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64url')
+      const jwk = {
+        kty: 'EC',
+        crv: 'P-256',
+        x: b64(keyBytes.subarray(1, 33)),
+        y: b64(keyBytes.subarray(33, 65)),
+      }
+      prepared = { alg: 'ES256', key: createPublicKey({ key: jwk, format: 'jwk' }) }
+    } else prepared = { alg: 'unsupported' }
+  } catch {
+    prepared = { alg: 'unsupported' }
+  }
+  if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value!)
+  keys.set(didKey, prepared)
+  return prepared
+}
+
+/**
+ * Whether `sig` is a valid atproto signature of `data` by the did:key. An unparseable or
+ * unsupported key, a DER or otherwise mis-sized signature, and a high-S signature are all false.
+ */
+export function verifySignature(didKey: string, data: Uint8Array, sig: Uint8Array): boolean {
+  if (sig.length !== 64) return false
+  const key = prepare(didKey)
+  if (key.alg === 'ES256K') {
+    try {
+      return secp.ecdsaVerify(sig, hash('sha256', data, 'buffer'), key.key)
+    } catch {
+      return false
+    }
+  }
+  if (key.alg === 'ES256') {
+    let s = 0n
+    for (let i = 32; i < 64; i++) s = (s << 8n) | BigInt(sig[i]!)
+    if (s > P256_HALF_N) return false
+    return verify('sha256', data, { key: key.key, dsaEncoding: 'ieee-p1363' }, sig)
+  }
+  return false
+}
