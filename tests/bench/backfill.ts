@@ -15,6 +15,9 @@
 //   BENCH_SIDES           "stock,openplane" (default) or one of them
 //   BENCH_KEEP_SCHEMAS    1: keep the schemas for inspection
 //   BENCH_WHOLE           0: skip ours over every repo (and the wire bytes): side by side only
+//
+// Ends with the side-by-side figures and each process's CPU per record written:
+//   backfill: stock <n> rec/s, openplane <n> rec/s, ratio <x>x; cpu us/record openplane <n>, postgres <n>
 import { performance } from 'node:perf_hooks'
 import { Database, RepoSubscription } from '@atproto/bsky'
 import { IdResolver } from '@atproto/identity'
@@ -28,6 +31,7 @@ import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
+import { cpuByName } from './proc.ts'
 import { measureWire, printWire } from './wire.ts'
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
@@ -85,6 +89,18 @@ interface Run {
   records: number
   seconds: number
   bytes: number
+  /** CPU seconds of this process (the side's indexer; the replay server is another) and Postgres. */
+  nodeCpu: number
+  pgCpu: number
+}
+
+/** Runs a side, with the CPU seconds it cost this process and Postgres. */
+async function timed(run: () => Promise<Omit<Run, 'nodeCpu' | 'pgCpu'>>): Promise<Run> {
+  const cpu0 = process.cpuUsage()
+  const pg0 = cpuByName('postgres')
+  const r = await run()
+  const cpu = process.cpuUsage(cpu0)
+  return { ...r, nodeCpu: (cpu.user + cpu.system) / 1e6, pgCpu: cpuByName('postgres') - pg0 }
 }
 
 async function recordsIn(schema: string): Promise<number> {
@@ -100,7 +116,7 @@ async function recordsIn(schema: string): Promise<number> {
   }
 }
 
-async function stock(dids: string[]): Promise<Run> {
+async function stock(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu'>> {
   const schema = uniqueName('bench_bf_stock')
   schemas.push(schema)
   const db = new Database({ url: PG_URL, schema, poolSize: 10 })
@@ -136,7 +152,7 @@ async function stock(dids: string[]): Promise<Run> {
   }
 }
 
-async function ours(dids: string[]): Promise<Run> {
+async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu'>> {
   const schema = uniqueName('bench_bf_ours')
   schemas.push(schema)
   const db = createPgDb({ url: PG_URL, schema, poolSize: 10 })
@@ -181,32 +197,37 @@ async function ours(dids: string[]): Promise<Run> {
 }
 
 const schemas: string[] = []
+const perRecord = (seconds: number, r: Run) => ((seconds / Math.max(1, r.records)) * 1e6).toFixed(0)
 const row = (r: Run) =>
   `| ${r.name} | ${r.repos} | ${r.records} | ${r.seconds.toFixed(1)} | ` +
-  `${(r.repos / r.seconds).toFixed(0)} | ${(r.records / r.seconds).toFixed(0)} |`
+  `${(r.repos / r.seconds).toFixed(0)} | ${(r.records / r.seconds).toFixed(0)} | ` +
+  `${perRecord(r.nodeCpu, r)} | ${perRecord(r.pgCpu, r)} |`
+let summaryLine: string | undefined
 try {
   const runs: Run[] = []
   log(`${compared.length} repos on each side, ${CONCURRENCY} in flight…`)
-  if (SIDES.has('stock')) runs.push(await stock(compared))
-  if (SIDES.has('openplane')) runs.push(await ours(compared))
+  if (SIDES.has('stock')) runs.push(await timed(() => stock(compared)))
+  if (SIDES.has('openplane')) runs.push(await timed(() => ours(compared)))
   console.log('')
-  console.log('| side | repos | records | seconds | repos/s | records/s |')
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: |')
+  console.log(
+    '| side | repos | records | seconds | repos/s | records/s | node CPU us/record | postgres CPU us/record |',
+  )
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const r of runs) console.log(row(r))
   const [s, o] = runs
   if (s && o && runs.length === 2) {
     const diffs = await tableDiffs(s.schema, o.schema, INDEXED_TABLES, () => ['indexedAt'])
     for (const d of diffs) console.log(formatTableDiff(d, s.schema, o.schema, 3))
-    console.log(
-      `\nside by side: stock ${(s.records / s.seconds).toFixed(0)} rec/s, openplane ` +
-        `${(o.records / o.seconds).toFixed(0)} rec/s, ratio ` +
-        `${(o.records / o.seconds / (s.records / s.seconds)).toFixed(1)}x, ` +
-        `table differences ${diffs.length}`,
-    )
+    console.log(`\ntable differences ${diffs.length}`)
+    summaryLine =
+      `backfill: stock ${(s.records / s.seconds).toFixed(0)} rec/s, openplane ` +
+      `${(o.records / o.seconds).toFixed(0)} rec/s, ratio ` +
+      `${(o.records / o.seconds / (s.records / s.seconds)).toFixed(1)}x; ` +
+      `cpu us/record openplane ${perRecord(o.nodeCpu, o)}, postgres ${perRecord(o.pgCpu, o)}`
   }
   if (SIDES.has('openplane') && process.env.BENCH_WHOLE !== '0') {
     log(`openplane: every repo (${all.length})…`)
-    const whole = await ours(all)
+    const whole = await timed(() => ours(all))
     console.log(`\n${row(whole)}`)
     console.log(
       `CAR bytes fetched: ${whole.bytes} (${(whole.bytes / Math.max(1, whole.records)).toFixed(0)} per record); ` +
@@ -216,10 +237,12 @@ try {
     // The live stream for the same network, by source: what a deployment pays in bandwidth.
     printWire(await measureWire(httpUrl, summary.frames, log), summary.frames)
     console.log(
-      `backfill: ${whole.repos} repos, ${whole.records} records, ` +
+      `every repo: ${whole.repos} repos, ${whole.records} records, ` +
         `${(whole.records / whole.seconds).toFixed(0)} rec/s`,
     )
   }
+  // Last: the side-by-side figures the goals are set on.
+  if (summaryLine) console.log(`\n${summaryLine}`)
 } finally {
   await replay.stop()
   if (process.env.BENCH_KEEP_SCHEMAS !== '1') await dropSchemas(schemas)
