@@ -32,6 +32,7 @@ import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
 import { cpuByName } from './proc.ts'
+import { countStatements } from './statements.ts'
 import { measureWire, printWire } from './wire.ts'
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 500_000)
@@ -92,15 +93,26 @@ interface Run {
   /** CPU seconds of this process (the side's indexer; the replay server is another) and Postgres. */
   nodeCpu: number
   pgCpu: number
+  statements: number
 }
 
-/** Runs a side, with the CPU seconds it cost this process and Postgres. */
-async function timed(run: () => Promise<Omit<Run, 'nodeCpu' | 'pgCpu'>>): Promise<Run> {
+const statements = countStatements()
+
+/** Runs a side, with the CPU seconds it cost this process and Postgres, and its statements. */
+async function timed(
+  run: () => Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'statements'>>,
+): Promise<Run> {
   const cpu0 = process.cpuUsage()
   const pg0 = cpuByName('postgres')
+  const st0 = statements.count()
   const r = await run()
   const cpu = process.cpuUsage(cpu0)
-  return { ...r, nodeCpu: (cpu.user + cpu.system) / 1e6, pgCpu: cpuByName('postgres') - pg0 }
+  return {
+    ...r,
+    nodeCpu: (cpu.user + cpu.system) / 1e6,
+    pgCpu: cpuByName('postgres') - pg0,
+    statements: statements.count() - st0,
+  }
 }
 
 async function recordsIn(schema: string): Promise<number> {
@@ -116,7 +128,7 @@ async function recordsIn(schema: string): Promise<number> {
   }
 }
 
-async function stock(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu'>> {
+async function stock(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'statements'>> {
   const schema = uniqueName('bench_bf_stock')
   schemas.push(schema)
   const db = new Database({ url: PG_URL, schema, poolSize: 10 })
@@ -152,7 +164,7 @@ async function stock(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu'>> {
   }
 }
 
-async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu'>> {
+async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'statements'>> {
   const schema = uniqueName('bench_bf_ours')
   schemas.push(schema)
   const db = createPgDb({ url: PG_URL, schema, poolSize: 10 })
@@ -201,7 +213,8 @@ const perRecord = (seconds: number, r: Run) => ((seconds / Math.max(1, r.records
 const row = (r: Run) =>
   `| ${r.name} | ${r.repos} | ${r.records} | ${r.seconds.toFixed(1)} | ` +
   `${(r.repos / r.seconds).toFixed(0)} | ${(r.records / r.seconds).toFixed(0)} | ` +
-  `${perRecord(r.nodeCpu, r)} | ${perRecord(r.pgCpu, r)} |`
+  `${perRecord(r.nodeCpu, r)} | ${perRecord(r.pgCpu, r)} | ` +
+  `${(r.statements / Math.max(1, r.records)).toFixed(2)} |`
 let summaryLine: string | undefined
 try {
   const runs: Run[] = []
@@ -210,9 +223,10 @@ try {
   if (SIDES.has('openplane')) runs.push(await timed(() => ours(compared)))
   console.log('')
   console.log(
-    '| side | repos | records | seconds | repos/s | records/s | node CPU us/record | postgres CPU us/record |',
+    '| side | repos | records | seconds | repos/s | records/s | node CPU us/record | ' +
+      'postgres CPU us/record | statements/record |',
   )
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const r of runs) console.log(row(r))
   const [s, o] = runs
   if (s && o && runs.length === 2) {

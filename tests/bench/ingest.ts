@@ -18,7 +18,6 @@
 //     it has no backpressure of its own (see pacing-relay.ts)
 //   BENCH_KEEP_SCHEMAS  keep both schemas for inspection (dropped by default)
 //   OPENPLANE_TEST_PG_URL
-import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import { Database, RepoSubscription } from '@atproto/bsky'
 import { IdResolver } from '@atproto/identity'
@@ -32,6 +31,7 @@ import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
 import { cpuByName } from './proc.ts'
+import { countStatements } from './statements.ts'
 import { startPacingRelay } from './pacing-relay.ts'
 import { postgresFloor } from './pg-floor.ts'
 import { classifyStockRaces } from './stock-races.ts'
@@ -69,24 +69,6 @@ const wsUrl = `ws://127.0.0.1:${port}`
 /** CPU seconds of every postgres process (the server's share of the work). */
 const postgresCpu = () => cpuByName('postgres')
 
-/** Counts statements sent by every pg client in this process (stock and ours use pg). */
-function countStatements(): { count: () => number } {
-  let n = 0
-  const seen = new Set<unknown>()
-  const from = [import.meta.resolve('@atproto/bsky'), import.meta.resolve('@openplane/db')]
-  for (const base of from) {
-    const pg = createRequire(base)('pg') as { Client: { prototype: { query: unknown } } }
-    const proto = pg.Client.prototype
-    if (seen.has(proto)) continue
-    seen.add(proto)
-    const original = proto.query as (...args: unknown[]) => unknown
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      n++
-      return original.apply(this, args)
-    }
-  }
-  return { count: () => n }
-}
 const statements = countStatements()
 
 interface SideResult {

@@ -60,9 +60,19 @@ function sumByName(name: string, value: (pid: string, stat: string) => number): 
   return total
 }
 
-/** CPU seconds of every process with this command name. */
+/**
+ * CPU seconds of every process with this command name, and of its children that ended: a
+ * Postgres backend whose connection closed is counted by the postmaster that reaped it, so a
+ * pool closed before the reading still shows the work its connections did.
+ */
 export function cpuByName(name: string): number {
-  return sumByName(name, (_, stat) => statCpu(stat))
+  return sumByName(name, (_, stat) => statCpu(stat) + statChildrenCpu(stat))
+}
+
+/** cutime + cstime of one process: the CPU of its children that ended and were waited for. */
+function statChildrenCpu(stat: string): number {
+  const fields = statFields(stat)
+  return (Number(fields[13]) + Number(fields[14])) / HZ
 }
 
 /** Context switches (voluntary and not) of every process with this command name. */

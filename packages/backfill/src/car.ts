@@ -3,8 +3,10 @@
 // in its DID document; the records are those the commit's tree reaches (a block it does not
 // reach is ignored). A tree node the CAR lacks fails the repo; a record block it lacks or that
 // does not decode is reported and left out, as the firehose path does with a commit's ops.
+import { encode } from '@atproto/lex-cbor'
 import type { Cid } from '@atproto/lex-data'
-import { def, MST, readCarStream, verifyCommitSig } from '@atproto/repo'
+import { def, MST, readCarStream } from '@atproto/repo'
+import { verifySignature } from '@openplane/signatures'
 import { SpillStore } from './block-store.ts'
 import { RepoFetchError } from './fetch-repo.ts'
 
@@ -65,7 +67,10 @@ export async function readRepoCar(
     }
     if (verify) {
       if (commit.version !== 3) throw new RepoCarError(`commit version ${commit.version}`)
-      if (!(await verifyCommitSig(commit, opts.signingKey!))) {
+      // The signed bytes are the commit without its signature, as DAG-CBOR (what the stock's
+      // verifyCommitSig checks); the check runs natively (@openplane/signatures).
+      const { sig, ...unsigned } = commit
+      if (!verifySignature(opts.signingKey!, encode(unsigned), sig)) {
         throw new RepoCarError('commit signature does not verify against the DID document')
       }
     }
