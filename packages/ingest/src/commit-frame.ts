@@ -3,19 +3,33 @@
 // the CAR's blocks are walked as views, every block is hashed against its CID (as @atproto/repo's
 // readCar does, so a corrupt block still fails the commit), and only the blocks the ops name are
 // decoded, with @atproto/repo's own record decoder so records keep the data model the plugins
-// and the stock's checks see.
+// and the stock's checks see. In verifying mode the commit's signature is checked natively
+// (@openplane/signatures) and each op against the commit's tree (@atcute/mst), as the reference
+// does, and a sync 1.1 commit proof is undone to its prevData (commit-proof.ts).
 //
 // This is the common case only. A frame it does not recognise as an ordinary, well-formed commit
-// (another message type, an odd op path, a CID it cannot read, anything that throws) answers
-// `undefined`, and frames.ts decodes it the reference way: what is accepted, dropped or refused
-// never depends on which path read the frame (tests/indexer/commit-frame.test.ts holds the two
-// paths to the same results).
+// (another message type, an odd op path, a CID it cannot read, a signature or op that does not
+// verify, anything that throws) answers `undefined`, and frames.ts decodes it the reference way:
+// what is accepted, dropped or refused never depends on which path read the frame
+// (tests/indexer/commit-frame.test.ts holds the two paths to the same results). The one thing the
+// reference does not check, a commit proof that does not undo, is refused here.
 import { hash } from 'node:crypto'
 import { fromUint8Array as readCar } from '@atcute/car'
-import { BytesWrapper, decodeFirst } from '@atcute/cbor'
-import { CidLinkWrapper, HASH_SHA256 } from '@atcute/cid'
+import { BytesWrapper, decode as decodeCbor, decodeFirst, encode as encodeCbor } from '@atcute/cbor'
+import { CidLinkWrapper, HASH_SHA256, toString as cidString, type Cid } from '@atcute/cid'
+import { MemoryBlockStore, NodeStore, NodeWalker, type BlockMap } from '@atcute/mst'
 import { cborToLexRecord } from '@atproto/repo'
+import { verifySignature } from '@openplane/signatures'
+import { counter } from '@openplane/telemetry'
+import { invertsTo } from './commit-proof.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
+
+const proofs = counter(
+  'openplane_commit_proofs_total',
+  'Verifying mode: sync 1.1 commit proofs of commits whose signature and ops verified, by ' +
+    'whether undoing the ops gave the prevData root (held, refused) or the frame had none (absent)',
+  ['outcome'],
+)
 
 type Obj = Record<string, unknown>
 type Commit = Extract<IngestEvent, { type: 'commit' }>
@@ -46,37 +60,117 @@ const sameBytes = (a: Uint8Array, b: Uint8Array) => {
 
 interface WantedOp {
   action: 'create' | 'update' | 'delete'
+  path: string
   collection: string
   rkey: string
   cid?: CidLinkWrapper
+  /** The record's CID before the op (sync 1.1; update and delete). */
+  prev?: CidLinkWrapper
 }
 
 /** The frame's event if it is an ordinary commit this path reads exactly; else undefined. */
 export function decodeCommitFrame(bytes: Uint8Array): DecodedCommit | undefined {
   try {
-    return decode(bytes)
+    const frame = readFrame(bytes)
+    if (!frame) return undefined
+    const records = recordBlocks(frame.blocks, frame.ops)
+    return records && commitOf(frame, records)
   } catch {
     return undefined
   }
 }
 
-function decode(bytes: Uint8Array): DecodedCommit | undefined {
+/** A commit refused in verifying mode for what the reference path does not check. */
+export interface RefusedCommit {
+  refused: string
+  seq: number
+}
+
+/** The signing key of a DID as a did:key (`refresh`: not from a cache), or null. */
+export type KeyOf = (did: string, refresh: boolean) => Promise<string | null>
+
+/**
+ * Verifying mode: the frame's event when its commit is signed by the repo's key, every op is
+ * proven by the commit's tree (created and updated records there with their CIDs, deleted ones
+ * absent), and, where the frame carries `prevData`, undoing its ops on the tree gives that root
+ * (sync 1.1). A commit whose proof does not undo to its `prevData` is refused; anything else this
+ * path does not read exactly (a bad signature, an unproven op, an odd commit) is undefined and
+ * goes the reference way, which decides as the stock does.
+ */
+export async function verifyCommitFrame(
+  bytes: Uint8Array,
+  keyOf: KeyOf,
+): Promise<DecodedCommit | RefusedCommit | undefined> {
+  let frame: Frame | undefined
+  let blocks: BlockMap | undefined
+  let commit: SignedCommit | undefined
+  try {
+    frame = readFrame(bytes)
+    if (!frame) return undefined
+    blocks = allBlocks(frame.blocks)
+    commit = blocks && signedCommit(blocks, frame.repo)
+  } catch {
+    return undefined
+  }
+  if (!frame || !blocks || !commit) return undefined
+  if (!(await signedBy(commit, frame.repo, keyOf))) return undefined
+  try {
+    if (!(await proven(blocks, commit.data.$link, frame.ops))) return undefined
+    const records = frame.ops.map((op) => (op.cid ? blocks.get(op.cid.$link) : undefined))
+    // The reference reads every proven record and refuses the commit when one is missing.
+    if (frame.ops.some((op, i) => op.action !== 'delete' && !records[i])) return undefined
+    const decoded = commitOf(frame, records)
+    if (frame.prevData) {
+      const holds = await invertsTo(
+        blocks,
+        commit.data.$link,
+        frame.ops.map((op) => ({ action: op.action, path: op.path, prev: op.prev })),
+        frame.prevData.$link,
+      )
+      proofs.inc({ outcome: holds ? 'held' : 'refused' })
+      if (!holds) return { refused: 'commit proof does not undo to its prevData', seq: frame.seq }
+    } else proofs.inc({ outcome: 'absent' })
+    return decoded
+  } catch {
+    return undefined
+  }
+}
+
+interface Frame {
+  seq: number
+  repo: string
+  time: string
+  rev: string
+  since: unknown
+  commit: CidLinkWrapper
+  blocks: Uint8Array
+  ops: WantedOp[]
+  /** All ops the frame listed. */
+  listed: number
+  prevData: CidLinkWrapper | undefined
+}
+
+/** The header and body of an ordinary commit frame, or undefined. */
+function readFrame(bytes: Uint8Array): Frame | undefined {
   const [header, rest] = decodeFirst(bytes) as [unknown, Uint8Array]
   if (!isObj(header) || header.op !== 1 || header.t !== '#commit') return undefined
   const [body, end] = decodeFirst(rest) as [unknown, Uint8Array]
   if (end.length || !isObj(body)) return undefined
-  const { seq, repo, time, rev, since, commit, blocks, ops } = body
+  const { seq, repo, time, rev, since, commit, blocks, ops, prevData } = body
   if (!isSeq(seq) || !isDid(repo) || !isTime(time) || typeof rev !== 'string') return undefined
   if (!(commit instanceof CidLinkWrapper) || !(blocks instanceof BytesWrapper)) return undefined
   if (!Array.isArray(ops)) return undefined
+  if (prevData !== undefined && prevData !== null && !(prevData instanceof CidLinkWrapper))
+    return undefined
   const wanted: WantedOp[] = []
   for (const op of ops as unknown[]) {
     if (!isObj(op) || typeof op.path !== 'string' || !SIMPLE_PATH.test(op.path)) return undefined
-    const { action, cid } = op
+    const { action, cid, prev } = op
     if (action !== 'create' && action !== 'update' && action !== 'delete') return undefined
     const slash = op.path.indexOf('/')
     const w: WantedOp = {
       action,
+      path: op.path,
       collection: op.path.slice(0, slash),
       rkey: op.path.slice(slash + 1),
     }
@@ -84,12 +178,27 @@ function decode(bytes: Uint8Array): DecodedCommit | undefined {
       if (!(cid instanceof CidLinkWrapper)) return undefined
       w.cid = cid
     }
+    if (prev instanceof CidLinkWrapper) w.prev = prev
     wanted.push(w)
   }
-  const records = recordBlocks(blocks.buf, wanted)
-  if (!records) return undefined
+  return {
+    seq,
+    repo,
+    time,
+    rev,
+    since,
+    commit,
+    blocks: blocks.buf,
+    ops: wanted,
+    listed: ops.length,
+    prevData: prevData ?? undefined,
+  }
+}
+
+/** The event, given the block of each created or updated op (absent: left out, counted). */
+function commitOf(frame: Frame, records: (Uint8Array | undefined)[]): DecodedCommit {
   const out: CommitOp[] = []
-  for (const [i, w] of wanted.entries()) {
+  for (const [i, w] of frame.ops.entries()) {
     if (w.action === 'delete') {
       out.push({ action: 'delete', collection: w.collection, rkey: w.rkey })
       continue
@@ -107,15 +216,15 @@ function decode(bytes: Uint8Array): DecodedCommit | undefined {
   return {
     event: {
       type: 'commit',
-      seq,
-      time,
-      did: repo,
-      commit: commit.$link,
-      rev,
-      since: typeof since === 'string' ? since : null,
+      seq: frame.seq,
+      time: frame.time,
+      did: frame.repo,
+      commit: frame.commit.$link,
+      rev: frame.rev,
+      since: typeof frame.since === 'string' ? frame.since : null,
       ops: out,
     },
-    dropped: ops.length - out.length,
+    dropped: frame.listed - out.length,
   }
 }
 
@@ -130,12 +239,80 @@ function recordBlocks(car: Uint8Array, ops: WantedOp[]): (Uint8Array | undefined
   const found: (Uint8Array | undefined)[] = new Array(ops.length)
   for (const entry of reader) {
     const { cid } = entry
-    if (cid.version !== 1 || cid.digest.codec !== HASH_SHA256) return undefined
-    const digest = hash('sha256', entry.bytes, 'buffer')
-    if (!sameBytes(digest, cid.digest.contents)) return undefined
+    if (!hashMatches(cid, entry.bytes)) return undefined
     for (const [i, op] of ops.entries()) {
       if (op.cid && sameBytes(op.cid.bytes, cid.bytes)) found[i] = entry.bytes
     }
   }
   return found
+}
+
+/** Every block of a CAR with exactly one root, by CID, hashes checked; the root under ROOT. */
+function allBlocks(car: Uint8Array): BlockMap | undefined {
+  const reader = readCar(car)
+  const head = reader.header.data as unknown
+  if (!isObj(head) || head.version !== 1 || !Array.isArray(head.roots)) return undefined
+  if (reader.roots.length !== 1) return undefined
+  const blocks: BlockMap = new Map()
+  for (const entry of reader) {
+    if (!hashMatches(entry.cid, entry.bytes)) return undefined
+    blocks.set(cidString(entry.cid), entry.bytes as Uint8Array<ArrayBuffer>)
+  }
+  const root = blocks.get(reader.roots[0]!.$link)
+  if (!root) return undefined
+  blocks.set(ROOT, root)
+  return blocks
+}
+
+/** Where allBlocks keeps the root's block too (no CID string looks like it). */
+const ROOT = '#root'
+
+interface SignedCommit {
+  did: string
+  version: 3
+  data: CidLinkWrapper
+  rev: string
+  prev: CidLinkWrapper | null
+  sig: BytesWrapper
+}
+
+/** The root block as a v3 commit with exactly the fields the reference reads and signs. */
+function signedCommit(blocks: BlockMap, repo: string): SignedCommit | undefined {
+  const value = decodeCbor(blocks.get(ROOT)!) as unknown
+  if (!isObj(value) || Object.keys(value).length !== 6) return undefined
+  const { did, version, data, rev, prev, sig } = value
+  if (did !== repo || version !== 3 || typeof rev !== 'string') return undefined
+  if (!(data instanceof CidLinkWrapper) || !(sig instanceof BytesWrapper)) return undefined
+  if (prev !== null && !(prev instanceof CidLinkWrapper)) return undefined
+  return { did, version, data, rev, prev, sig }
+}
+
+/** Whether the commit is signed by the DID's key (asked again, uncached, once if not). */
+async function signedBy(commit: SignedCommit, did: string, keyOf: KeyOf): Promise<boolean> {
+  const { sig, ...unsigned } = commit
+  const payload = encodeCbor(unsigned)
+  for (const refresh of [false, true]) {
+    const key = await keyOf(did, refresh).catch(() => null)
+    if (key && verifySignature(key, payload, sig.buf)) return true
+  }
+  return false
+}
+
+/**
+ * Whether the tree at `root` holds each created or updated record at its path with its CID and
+ * no record at a deleted path (what the reference's inclusion and exclusion checks decide).
+ */
+async function proven(blocks: BlockMap, root: string, ops: WantedOp[]): Promise<boolean> {
+  const store = new NodeStore(new MemoryBlockStore(blocks))
+  for (const op of ops) {
+    const walker = await NodeWalker.create(store, root)
+    const found = await walker.findRpath(op.path)
+    if (op.action === 'delete' ? found !== null : found?.$link !== op.cid!.$link) return false
+  }
+  return true
+}
+
+function hashMatches(cid: Cid, bytes: Uint8Array): boolean {
+  if (cid.version !== 1 || cid.digest.codec !== HASH_SHA256) return false
+  return sameBytes(hash('sha256', bytes, 'buffer'), cid.digest.contents)
 }

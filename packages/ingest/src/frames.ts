@@ -8,7 +8,7 @@ import {
   parseSync,
 } from '@atproto/sync'
 import type { IdResolver } from '@atproto/identity'
-import { decodeCommitFrame } from './commit-frame.ts'
+import { decodeCommitFrame, verifyCommitFrame } from './commit-frame.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
 
 export type FrameResult =
@@ -34,12 +34,15 @@ export interface FrameOptions {
 }
 
 export async function decodeFrame(bytes: Uint8Array, opts: FrameOptions): Promise<FrameResult> {
-  // Ordinary commits from a trusted relay take the fast path (commit-frame.ts); whatever it does
-  // not read exactly, and verifying mode, are decoded below, the reference way.
-  if (!opts.verify) {
-    const fast = decodeCommitFrame(bytes)
-    if (fast) return { kind: 'event', event: fast.event, dropped: fast.dropped }
-  }
+  // Ordinary commits take the fast path (commit-frame.ts); whatever it does not read exactly is
+  // decoded below, the reference way.
+  const fast = opts.verify
+    ? await verifyCommitFrame(bytes, (did, refresh) =>
+        opts.idResolver.did.resolveAtprotoKey(did, refresh).catch(() => null),
+      )
+    : decodeCommitFrame(bytes)
+  if (fast && 'refused' in fast) return { kind: 'malformed', seq: fast.seq, reason: fast.refused }
+  if (fast) return { kind: 'event', event: fast.event, dropped: fast.dropped }
   return decodeFrameReference(bytes, opts)
 }
 
