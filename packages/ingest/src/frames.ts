@@ -7,6 +7,7 @@ import {
   parseCommitUnauthenticated,
   parseSync,
 } from '@atproto/sync'
+import { getSigningKey } from '@atproto/common-web'
 import type { IdResolver } from '@atproto/identity'
 import { decodeCommitFrame, verifyCommitFrame } from './commit-frame.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
@@ -37,13 +38,48 @@ export async function decodeFrame(bytes: Uint8Array, opts: FrameOptions): Promis
   // Ordinary commits take the fast path (commit-frame.ts); whatever it does not read exactly is
   // decoded below, the reference way.
   const fast = opts.verify
-    ? await verifyCommitFrame(bytes, (did, refresh) =>
-        opts.idResolver.did.resolveAtprotoKey(did, refresh).catch(() => null),
-      )
+    ? await verifyCommitFrame(bytes, (did, refresh) => signingKey(opts.idResolver, did, refresh))
     : decodeCommitFrame(bytes)
   if (fast && 'refused' in fast) return { kind: 'malformed', seq: fast.seq, reason: fast.refused }
   if (fast) return { kind: 'event', event: fast.event, dropped: fast.dropped }
   return decodeFrameReference(bytes, opts)
+}
+
+/**
+ * Signing keys by DID, as did:key. The resolver caches documents, but formats the key afresh on
+ * each ask (decompressing its point: more than the signature check itself); a key that no longer
+ * verifies is asked for again with `refresh`, which also replaces it here.
+ */
+const keys = new Map<string, string>()
+const MAX_KEYS = 100_000
+
+async function signingKey(
+  resolver: IdResolver,
+  did: string,
+  refresh: boolean,
+): Promise<string | null> {
+  const known = refresh ? undefined : keys.get(did)
+  if (known) return known
+  const key = await resolveKey(resolver, did, refresh).catch(() => null)
+  if (key) {
+    if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value!)
+    keys.set(did, key)
+  }
+  return key
+}
+
+/**
+ * The document's atproto key as a did:key. A Multikey already is one, as published; the
+ * resolver's own answer (resolveAtprotoKey) decompresses and compresses it again in JavaScript,
+ * which costs more than checking a signature. Older key types go through the resolver.
+ */
+async function resolveKey(resolver: IdResolver, did: string, refresh: boolean): Promise<string> {
+  const doc = await resolver.did.resolve(did, refresh)
+  const material = doc && getSigningKey(doc)
+  if (material?.type === 'Multikey' && material.publicKeyMultibase.startsWith('z')) {
+    return `did:key:${material.publicKeyMultibase}`
+  }
+  return resolver.did.resolveAtprotoKey(did, refresh)
 }
 
 /** The frame decoded with @atproto's CBOR, CAR and sync parsing (every frame, every mode). */
