@@ -25,7 +25,7 @@ import { readRepoCar, RepoCarError } from './car.ts'
 import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
-import { indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
+import { IndexedRecords, indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
 import { markFailed, markPurged, RepoTable, type RepoKey, type RetryPolicy } from './repos.ts'
 import { ThreadOrder, uriOf, type Woken } from './thread-order.ts'
 
@@ -158,6 +158,7 @@ export class Backfill {
   /** Per repo in flight, what gives up its fetch (its held events passed a bound). */
   private readonly aborts = new Map<string, AbortController>()
   private gaugesAt = 0
+  private readonly indexed: IndexedRecords
   private stopping = false
   private seq = 0
   readonly stats: BackfillStats = {
@@ -177,6 +178,7 @@ export class Backfill {
     this.hosts = new HostLimits(opts.perHost)
     this.order = new ThreadOrder(opts.db)
     this.committer = new Committer(opts.writer, opts.opsPerWrite)
+    this.indexed = new IndexedRecords(opts.db, opts.writer)
     opts.writer.gate.onOverflow((did) => {
       const abort = this.aborts.get(did)
       log.warn({ did, fetching: !!abort }, 'live events held for a repo passed the bound')
@@ -339,6 +341,9 @@ export class Backfill {
   private async one(did: string): Promise<void> {
     const gate = this.opts.writer.gate
     gate.hold(did)
+    // Read now, with the repos taken alongside, while its fetch starts: held, the repo's index
+    // cannot change before its first write (a retry reads it again, after what it wrote).
+    const indexed = this.indexed.load(did)
     const abort = new AbortController()
     this.aborts.set(did, abort)
     this.stats.inFlight++
@@ -348,7 +353,11 @@ export class Backfill {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          const outcome = await this.fetchAndWrite(did, abort.signal)
+          const outcome = await this.fetchAndWrite(
+            did,
+            abort.signal,
+            attempt === 1 ? indexed : undefined,
+          )
           written = true
           if (outcome === 'done') this.repoDone(did)
           return
@@ -466,7 +475,11 @@ export class Backfill {
     await this.wake(this.order.sealed(did, true))
   }
 
-  private async fetchAndWrite(did: string, signal: AbortSignal): Promise<'done' | 'waiting'> {
+  private async fetchAndWrite(
+    did: string,
+    signal: AbortSignal,
+    indexed: Promise<Map<string, string> | undefined> | undefined,
+  ): Promise<'done' | 'waiting'> {
     const { pds, signingKey } = await this.resolve(did)
     const host = new URL(pds).host
     const release = await this.hosts.acquire(host)
@@ -494,7 +507,7 @@ export class Backfill {
     try {
       this.stats.bytes += car.bytes
       bytesTotal.inc(car.bytes)
-      const { counts, parked } = await this.write(did, host, car, signal)
+      const { counts, parked } = await this.write(did, host, car, signal, await indexed)
       this.stats.records += counts.records
       for (const change of ['created', 'updated', 'deleted', 'unchanged', 'bad'] as const) {
         if (counts[change]) recordsTotal.inc({ change }, counts[change])
@@ -512,8 +525,9 @@ export class Backfill {
     host: string,
     car: Awaited<ReturnType<typeof readRepoCar>>,
     signal: AbortSignal,
+    read: Map<string, string> | undefined,
   ): Promise<{ counts: RepoDiffCounts; parked: boolean }> {
-    const indexed = await indexedRecords(this.opts.db, did)
+    const indexed = read ?? (await indexedRecords(this.opts.db, did))
     const counts: RepoDiffCounts = {
       records: 0,
       created: 0,

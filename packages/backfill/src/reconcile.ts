@@ -5,7 +5,7 @@
 // repo again (a resumed backfill, a #sync) writes only the difference.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import type { CommitOp, IngestEvent } from '@openplane/ingest'
+import type { CommitOp, IngestEvent, Writer } from '@openplane/ingest'
 import { pluginFor } from '@openplane/plugins'
 import type { RepoCar } from './car.ts'
 
@@ -28,6 +28,59 @@ export async function indexedRecords(
   const { rows } = await sql<{ uri: string; cid: string }>`
     select uri, cid from record where did = ${did}`.execute(db)
   return new Map(rows.map((r) => [r.uri, r.cid]))
+}
+
+/**
+ * The index's records of many repos, read in one query: repos taken together ask in the same
+ * turn, and one statement answers them all instead of one each (each statement costs a round
+ * trip and a wake-up of both processes, which on a small VM is most of a small repo's cost).
+ */
+export class IndexedRecords {
+  private readonly db: Kysely<DatabaseSchema>
+  private readonly writer: Writer
+  private waiting = new Map<string, ((m: Map<string, string> | undefined) => void)[]>()
+  private scheduled = false
+
+  constructor(db: Kysely<DatabaseSchema>, writer: Writer) {
+    this.db = db
+    this.writer = writer
+  }
+
+  /**
+   * The repo's records by URI, or undefined if they could not be read (read them again). Ask
+   * once the repo is held: the read waits for the batches already being written, so none of the
+   * repo's live events lands after it.
+   */
+  load(did: string): Promise<Map<string, string> | undefined> {
+    return new Promise((resolve) => {
+      const list = this.waiting.get(did)
+      if (list) list.push(resolve)
+      else this.waiting.set(did, [resolve])
+      if (!this.scheduled) {
+        this.scheduled = true
+        setImmediate(() => void this.flush())
+      }
+    })
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false
+    const waiting = this.waiting
+    this.waiting = new Map()
+    const dids = [...waiting.keys()]
+    let byDid: Map<string, Map<string, string>> | undefined
+    try {
+      const { rows } = await this.writer.between(() =>
+        sql<{ did: string; uri: string; cid: string }>`
+          select did, uri, cid from record where did = any(${dids}::text[])`.execute(this.db),
+      )
+      byDid = new Map(dids.map((d) => [d, new Map<string, string>()]))
+      for (const r of rows) byDid.get(r.did)?.set(r.uri, r.cid)
+    } catch {
+      byDid = undefined
+    }
+    for (const [did, resolvers] of waiting) for (const r of resolvers) r(byDid?.get(did))
+  }
 }
 
 export interface RepoDiffCounts {

@@ -262,6 +262,15 @@ export class Writer {
     })
   }
 
+  /**
+   * Runs a read between batch writes: after every batch started before it has committed or
+   * failed, before any started after. A repo held before the call (repo-gate.ts) then reads as
+   * no live batch will change it until it is released.
+   */
+  between<T>(read: () => Promise<T>): Promise<T> {
+    return this.exclusive(read)
+  }
+
   /** Runs `fn` after every batch write started before it. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     // The scope first takes in what the batches before changed in it (a new member, say).
