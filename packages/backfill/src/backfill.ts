@@ -548,11 +548,11 @@ export class Backfill {
       pending.push(evt)
       if (pending.length < this.opts.eventsPerWrite) continue
       signal.throwIfAborted()
-      await this.writeReady(did, await this.order.split(did, pending, this.unwritten))
+      await this.writeReady(did, await this.order.split(did, pending))
       pending = []
     }
     signal.throwIfAborted()
-    let ready = await this.order.split(did, pending, this.unwritten)
+    let ready = await this.order.split(did, pending)
     const done = { host, rev: car.rev, records: counts.records }
     if (this.order.waiting(did)) {
       await this.writeReady(did, ready)
@@ -566,18 +566,6 @@ export class Backfill {
     else await this.writeReady(did, ready, done)
     await this.wake(this.order.sealed(did))
     return { counts, parked }
-  }
-
-  /** Of these DIDs, the repos this backfill has yet to write (their context may still come). */
-  private readonly unwritten = async (dids: string[]): Promise<Set<string>> => {
-    if (!dids.length) return new Set()
-    const rows = await this.opts.db
-      .selectFrom('openplane_repo')
-      .select('did')
-      .where('did', 'in', dids)
-      .where('state', '=', 'pending')
-      .execute()
-    return new Set(rows.map((r) => r.did))
   }
 
   /**

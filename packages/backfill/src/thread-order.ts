@@ -82,15 +82,8 @@ export class ThreadOrder {
     return this.byRepo.size > 0
   }
 
-  /**
-   * A repo's events with the ops that must wait taken out (kept here). `pending`: of the DIDs
-   * given, those whose repos this backfill has yet to write.
-   */
-  async split(
-    did: string,
-    events: Commit[],
-    pending: (dids: string[]) => Promise<Set<string>>,
-  ): Promise<Commit[]> {
+  /** A repo's events with the ops that must wait taken out (kept here). */
+  async split(did: string, events: Commit[]): Promise<Commit[]> {
     const wanted = new Map<CommitOp, string[]>()
     for (const evt of events) {
       for (const op of evt.ops) {
@@ -101,9 +94,8 @@ export class ThreadOrder {
     }
     if (!wanted.size) return events
     const all = [...new Set([...wanted.values()].flat())]
-    const [indexed, unwritten] = await Promise.all([
-      this.indexed(all),
-      pending([...new Set(all.map(didOf).filter((d) => d !== did))]),
+    const { indexed, unwritten } = await this.lookup(all, [
+      ...new Set(all.map(didOf).filter((d) => d !== did)),
     ])
     const mine = new Set(this.byRepo.get(did)?.map((w) => uriOf(w.did, w.op)))
     const out: Commit[] = []
@@ -206,10 +198,24 @@ export class ThreadOrder {
     return out
   }
 
-  private async indexed(uris: string[]): Promise<Set<string>> {
-    const { rows } = await sql<{ uri: string }>`
-      select uri from record where uri = any(${uris}::text[])`.execute(this.db)
-    return new Set(rows.map((r) => r.uri))
+  /**
+   * Of these records, those indexed; of these repos, those this backfill has yet to write
+   * (pending). One statement: each costs a round trip.
+   */
+  private async lookup(
+    uris: string[],
+    dids: string[],
+  ): Promise<{ indexed: Set<string>; unwritten: Set<string> }> {
+    const { rows } = await sql<{ kind: 'record' | 'repo'; key: string }>`
+      select 'record' as kind, uri as key from record where uri = any(${uris}::text[])
+      union all
+      select 'repo', did from openplane_repo where did = any(${dids}::text[]) and state = 'pending'`.execute(
+      this.db,
+    )
+    const indexed = new Set<string>()
+    const unwritten = new Set<string>()
+    for (const r of rows) (r.kind === 'record' ? indexed : unwritten).add(r.key)
+    return { indexed, unwritten }
   }
 }
 
