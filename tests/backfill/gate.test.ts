@@ -3,6 +3,7 @@
 // so the record stays deleted; live events the CAR already covers are dropped, after the
 // backfill too; a retried live batch holds nothing twice. A repo that cannot be fetched gets its
 // held events written as live, in order; held events survive a restart; holding is bounded.
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Db } from '@openplane/db'
 import type { IngestEvent, Writer } from '@openplane/ingest'
@@ -48,22 +49,16 @@ describe('repo gate: a backfill and the live events of its repo', () => {
   let writer: Writer
   const posts = async (did = DID) =>
     (
-      await db.db
-        .selectFrom('post')
-        .select('uri')
-        .where('creator', '=', did)
-        .orderBy('uri')
-        .execute()
-    ).map((r) => r.uri)
+      await sql<{ uri: string }>`select uri from post where creator = ${did} order by uri`.execute(
+        db.db,
+      )
+    ).rows.map((r) => r.uri)
+  /** The seqs of the repo's held events kept in Postgres. */
   const stored = async (did: string) =>
     (
-      await db.db
-        .selectFrom('openplane_held_event')
-        .select('seq')
-        .where('did', '=', did)
-        .orderBy('seq')
-        .execute()
-    ).map((r) => Number(r.seq))
+      await sql<{ seq: string }>`
+      select seq from openplane_held_event where did = ${did} order by seq`.execute(db.db)
+    ).rows.map((r) => Number(r.seq))
 
   beforeAll(async () => {
     scratch = await openScratchWriter('op_gate')

@@ -12,25 +12,13 @@ import { Secp256k1Keypair } from '@atproto/crypto'
 import { decodeCommitFrame, verifyCommitFrame } from '../../packages/ingest/src/commit-frame.ts'
 import { createIdentity } from '@openplane/identity'
 import { decodeFrame, decodeFrameReference, type FrameResult } from '@openplane/ingest'
-import { ReplayServer } from '@openplane/sim'
+import { ReplayServer, Rng } from '@openplane/sim'
 import { registry } from '@openplane/telemetry'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { recordTestCorpus, type TestCorpus } from '../harness/corpus.ts'
 import { parseCorpus } from '../harness/fake-relay.ts'
 
 const opts = { verify: false, idResolver: undefined as unknown as IdResolver }
-
-/** A deterministic stream of numbers in [0, 1). */
-function rng(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 async function proofs(outcome: string): Promise<number> {
   const m = await registry.getSingleMetric('openplane_commit_proofs_total')?.get()
@@ -97,7 +85,8 @@ describe('fast commit decoding', () => {
   })
 
   it('answers corrupted commit frames as the reference does', async () => {
-    const random = rng(11)
+    const rng = new Rng(11)
+    const random = () => rng.float()
     const commits = frames.filter((b) => decodeCommitFrame(b) !== undefined).slice(0, 400)
     let fast = 0
     for (const original of commits) {
@@ -144,7 +133,8 @@ describe('fast commit decoding', () => {
   })
 
   it('answers corrupted commit frames as the reference does, verifying', async () => {
-    const random = rng(13)
+    const rng = new Rng(13)
+    const random = () => rng.float()
     const commits = frames.filter((b) => decodeCommitFrame(b) !== undefined).slice(0, 150)
     for (const original of commits) {
       for (let round = 0; round < 6; round++) {

@@ -23,6 +23,7 @@ import { verifySignature } from '@openplane/signatures'
 import { counter } from '@openplane/telemetry'
 import { invertsTo } from './commit-proof.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
+import { isDid, isObj, isSeq, isTime } from './frame-values.ts'
 
 const proofs = counter(
   'openplane_commit_proofs_total',
@@ -31,7 +32,6 @@ const proofs = counter(
   ['outcome'],
 )
 
-type Obj = Record<string, unknown>
 type Commit = Extract<IngestEvent, { type: 'commit' }>
 
 /** What a well-formed commit frame gives: its event, and ops whose record was not in the CAR. */
@@ -40,12 +40,6 @@ export interface DecodedCommit {
   dropped: number
 }
 
-const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v)
-const isDid = (v: unknown): v is string =>
-  typeof v === 'string' && /^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2048}$/.test(v)
-const isSeq = (v: unknown): v is number =>
-  typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
-const isTime = (v: unknown): v is string => typeof v === 'string' && !Number.isNaN(Date.parse(v))
 /**
  * An op path whose collection and rkey are the text either side of its one slash. Others (no
  * slash, several, characters an AT-URI parser treats specially) go the reference way.
@@ -233,9 +227,8 @@ function commitOf(frame: Frame, records: (Uint8Array | undefined)[]): DecodedCom
  * the CAR's header and every block's hash; undefined when the CAR is not one this path reads.
  */
 function recordBlocks(car: Uint8Array, ops: WantedOp[]): (Uint8Array | undefined)[] | undefined {
-  const reader = readCar(car)
-  const head = reader.header.data as unknown
-  if (!isObj(head) || head.version !== 1 || !Array.isArray(head.roots)) return undefined
+  const reader = openCar(car)
+  if (!reader) return undefined
   const found: (Uint8Array | undefined)[] = new Array(ops.length)
   for (const entry of reader) {
     const { cid } = entry
@@ -249,10 +242,8 @@ function recordBlocks(car: Uint8Array, ops: WantedOp[]): (Uint8Array | undefined
 
 /** Every block of a CAR with exactly one root, by CID, hashes checked; the root under ROOT. */
 function allBlocks(car: Uint8Array): BlockMap | undefined {
-  const reader = readCar(car)
-  const head = reader.header.data as unknown
-  if (!isObj(head) || head.version !== 1 || !Array.isArray(head.roots)) return undefined
-  if (reader.roots.length !== 1) return undefined
+  const reader = openCar(car)
+  if (!reader || reader.roots.length !== 1) return undefined
   const blocks: BlockMap = new Map()
   for (const entry of reader) {
     if (!hashMatches(entry.cid, entry.bytes)) return undefined
@@ -310,6 +301,14 @@ async function proven(blocks: BlockMap, root: string, ops: WantedOp[]): Promise<
     if (op.action === 'delete' ? found !== null : found?.$link !== op.cid!.$link) return false
   }
   return true
+}
+
+/** A CARv1 reader over the bytes, if its header is the one the reference reads. */
+function openCar(car: Uint8Array): ReturnType<typeof readCar> | undefined {
+  const reader = readCar(car)
+  const head = reader.header.data as unknown
+  if (!isObj(head) || head.version !== 1 || !Array.isArray(head.roots)) return undefined
+  return reader
 }
 
 function hashMatches(cid: Cid, bytes: Uint8Array): boolean {

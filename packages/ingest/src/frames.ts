@@ -11,6 +11,7 @@ import { getSigningKey } from '@atproto/common-web'
 import type { IdResolver } from '@atproto/identity'
 import { decodeCommitFrame, verifyCommitFrame } from './commit-frame.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
+import { isDid, isObj, isSeq, isTime, type Obj } from './frame-values.ts'
 
 export type FrameResult =
   /** `dropped`: ops the commit lists but whose record could not be read from its CAR. */
@@ -19,14 +20,6 @@ export type FrameResult =
   | { kind: 'skip'; seq?: number; reason: string }
   | { kind: 'malformed'; seq?: number; reason: string }
   | { kind: 'error'; error: string; message?: string }
-
-type Obj = Record<string, unknown>
-const isObj = (v: unknown): v is Obj => !!v && typeof v === 'object' && !Array.isArray(v)
-const isDid = (v: unknown): v is string =>
-  typeof v === 'string' && /^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2048}$/.test(v)
-const isSeq = (v: unknown): v is number =>
-  typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
-const isTime = (v: unknown): v is string => typeof v === 'string' && !Number.isNaN(Date.parse(v))
 
 export interface FrameOptions {
   /** Verify commit signatures and MST proofs (otherwise the relay is trusted, as the stock does). */
