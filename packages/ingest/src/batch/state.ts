@@ -38,7 +38,19 @@ const CHAINS: Record<string, { column: string; depth: number }> = {
 }
 /** The column a chain load adds to each row: how far above a requested row it was found. */
 const DEPTH = '__chainDepth'
-const keyOf = (values: readonly unknown[]): string => values.map((v) => String(v)).join(SEP)
+/** A key of column values; one value is its own key (most reads are by one column). */
+const keyOf = (values: readonly unknown[]): string => {
+  if (values.length === 1) return String(values[0])
+  let key = String(values[0])
+  for (let i = 1; i < values.length; i++) key += SEP + String(values[i])
+  return key
+}
+
+/** The overlay's rows by the values of one lookup shape's columns. */
+interface ShapeIndex {
+  columns: string[]
+  index: Map<string, Set<string>>
+}
 
 interface Lookup {
   table: string
@@ -63,7 +75,7 @@ export class BatchState {
   /** The batch's changes, by table and primary key; null: deleted. */
   private readonly overlay = new Map<string, Map<string, Row | null>>()
   /** Overlay rows by lookup shape and values, built when a shape is first read. */
-  private readonly indexes = new Map<string, Map<string, Map<string, Set<string>>>>()
+  private readonly indexes = new Map<string, Map<string, ShapeIndex>>()
   private readonly journal: Undo[] = []
   /** What could not be read yet: lookup shape → value tuples. */
   private misses = new Map<string, { lookup: Lookup; values: Map<string, unknown[]> }>()
@@ -108,13 +120,14 @@ export class BatchState {
   /** The rows of `table` matching `where` now (before the batch, changed by it). */
   rows(table: string, where: Where): Row[] {
     const t = this.table(table)
-    const columns = Object.keys(where).sort()
+    const columns = Object.keys(where)
+    if (columns.length > 1) columns.sort()
     const values = columns.map((c) => where[c]!)
     const pk = t.primary
     const changed = this.overlay.get(table)
     const under = this.below?.overlay.get(table)
     if (columns.length === pk.length && pk.every((c) => c in where)) {
-      const pkValues = pk.map((c) => where[c]!)
+      const pkValues = pk.length === 1 ? values : pk.map((c) => where[c]!)
       const key = keyOf(pkValues)
       const layer = changed?.has(key) ? changed : under?.has(key) ? under : undefined
       if (layer) {
@@ -126,7 +139,7 @@ export class BatchState {
       const row = known.get(key)!
       return row ? [row] : []
     }
-    const shape = columns.join(',')
+    const shape = columns.length === 1 ? columns[0]! : columns.join(',')
     const found = this.lookups.get(`${table}${SEP}${shape}${SEP}${keyOf(values)}`)
     if (!found) return this.miss({ table, columns }, values)
     const out: Row[] = []
@@ -166,7 +179,8 @@ export class BatchState {
   put(table: string, values: Row): Row {
     const t = this.table(table)
     const row = { ...values }
-    for (const [column, v] of Object.entries(row)) {
+    for (const column in row) {
+      const v = row[column]
       // Postgres refuses NUL in text and json: refuse it here, where only its record fails.
       if (typeof v === 'string' && v.includes('\u0000')) {
         throw new Error(`${table}.${column} holds a NUL character, which Postgres refuses`)
@@ -177,7 +191,7 @@ export class BatchState {
       const y = String(row[b])
       row[column] = x < y ? x : y
     }
-    const pkValues = t.primary.map((c) => row[c])
+    const pkValues = t.primary.length === 1 ? [row[t.primary[0]!]] : t.primary.map((c) => row[c])
     const key = keyOf(pkValues)
     // The row before the batch must be known, to tell an insert from a replacement.
     const known =
@@ -391,8 +405,7 @@ export class BatchState {
     if (log) this.journal.push({ table, key, prev: changed.has(key) ? prev : undefined })
     const indexes = this.indexes.get(table)
     if (indexes) {
-      for (const [shape, index] of indexes) {
-        const columns = shape.split(',')
+      for (const { columns, index } of indexes.values()) {
         if (prev) index.get(keyOf(columns.map((c) => prev[c])))?.delete(key)
         if (row) {
           const match = keyOf(columns.map((c) => row[c]))
@@ -411,9 +424,9 @@ export class BatchState {
     let indexes = this.indexes.get(table)
     if (!indexes) this.indexes.set(table, (indexes = new Map()))
     const shape = columns.join(',')
-    let index = indexes.get(shape)
-    if (!index) {
-      index = new Map()
+    let entry = indexes.get(shape)
+    if (!entry) {
+      const index = new Map<string, Set<string>>()
       for (const [key, row] of this.overlay.get(table) ?? []) {
         if (!row) continue
         const match = keyOf(columns.map((c) => row[c]))
@@ -421,9 +434,9 @@ export class BatchState {
         if (!set) index.set(match, (set = new Set()))
         set.add(key)
       }
-      indexes.set(shape, index)
+      indexes.set(shape, (entry = { columns: [...columns], index }))
     }
-    return index
+    return entry.index
   }
 
   private keyOfRow(table: string, row: Row): string {
@@ -458,5 +471,7 @@ function differs(before: Row, now: Row): boolean {
 }
 
 function pick(row: Row, columns: readonly string[]): Where {
-  return Object.fromEntries(columns.map((c) => [c, (row[c] ?? null) as Value]))
+  const where: Where = {}
+  for (const c of columns) where[c] = (row[c] ?? null) as Value
+  return where
 }
