@@ -2,22 +2,25 @@
 // a step reads by running it: a read of something not loaded answers "nothing" and is noted, the
 // step is undone, and after the load planning resumes at the first step that missed, running
 // every step after it again. In a batch of new records nearly every step misses on its first
-// read (its own `record` row), so every step ran at least twice. Here each record op's obvious
-// reads are asked for without running it: its `record` row, its row in the collection's table,
-// the duplicate slot, and whatever the plugin reads to build the row, find a duplicate or delete
-// it (which may itself read rows not loaded yet: asked again after each load, a few rounds).
+// read (its own `record` row), so every step ran at least twice. Here each step's obvious reads
+// are asked for without running it, in a few rounds with a load after each: first what it names
+// outright (a handle's actor rows; a record op's `record` row, its row in the collection's table,
+// its duplicate slots), then, once those are loaded, what the plugin reads to build, find a
+// duplicate of or delete its row, and the keys of the rows its insert adds; then again for the
+// ops whose reads the round before missed.
 //
 // Hints change what is loaded early, never what is planned: a read they miss is found by the
 // planner as before, and a key they ask for needlessly is one more row read.
 import {
   pluginFor,
   type RecordPlugin,
+  type RecordRef,
   type Reader,
   type RowWrite,
   type TableName,
 } from '@openplane/plugins'
 import { refOf } from '../checks.ts'
-import type { IngestEvent } from '../events.ts'
+import type { CommitOp, IngestEvent } from '../events.ts'
 import type { SchemaInfo } from './schema.ts'
 import type { BatchState, Row, Where } from './state.ts'
 import type { Prepared } from './steps.ts'
@@ -36,58 +39,74 @@ export async function loadHinted(
   to: number,
   prepared: Pick<Prepared, 'handles'>,
 ): Promise<void> {
-  for (let round = 0; round < ROUNDS; round++) {
-    const misses = state.missCount
-    for (let i = from; i < to; i++) {
-      const handle = prepared.handles.get(i)
-      if (handle) hintHandle(state, handle.did, handle.handle)
-      const evt = batch[i]!
-      if (evt.type !== 'commit') continue
-      for (const op of evt.ops) hint(state, schema, evt, op)
+  // The first round asks only for what the ops name outright: until their rows are loaded, what
+  // a plugin would read from them is not known. Later rounds ask again for the ops whose hints
+  // missed the round before.
+  let ops: Op[] = []
+  for (let i = from; i < to; i++) {
+    const handle = prepared.handles.get(i)
+    if (handle) hintHandle(state, handle.did, handle.handle)
+    const evt = batch[i]!
+    if (evt.type !== 'commit') continue
+    for (const op of evt.ops) {
+      const plugin = pluginFor(op.collection) as AnyPlugin | undefined
+      if (!plugin) continue
+      const ref = refOf(evt, op)
+      named(state, plugin, ref.uri, op.action)
+      ops.push({ plugin, ref, op })
     }
-    if (state.missCount === misses || !state.pending) return
-    await state.load()
   }
+  for (let round = 1; round < ROUNDS && ops.length; round++) {
+    if (state.pending) await state.load()
+    const missed: Op[] = []
+    for (const o of ops) {
+      const misses = state.missCount
+      derived(state, schema, o)
+      if (state.missCount !== misses) missed.push(o)
+    }
+    ops = missed
+  }
+  if (state.pending) await state.load()
 }
 
-function hint(
-  state: BatchState,
-  schema: SchemaInfo,
-  evt: Extract<IngestEvent, { type: 'commit' }>,
-  op: Extract<IngestEvent, { type: 'commit' }>['ops'][number],
-): void {
-  const plugin = pluginFor(op.collection) as AnyPlugin | undefined
-  if (!plugin) return
-  const ref = refOf(evt, op)
-  const reader = state as unknown as Reader
-  state.rows('record', { uri: ref.uri })
-  state.rows('duplicate_record', { uri: ref.uri })
+interface Op {
+  plugin: AnyPlugin
+  ref: RecordRef
+  op: CommitOp
+}
+
+/** What an op reads by its uri alone. */
+function named(state: BatchState, plugin: AnyPlugin, uri: string, action: CommitOp['action']) {
+  state.rows('record', { uri })
+  state.rows('duplicate_record', { uri })
   if (!plugin.table) return
-  state.rows(plugin.table, { uri: ref.uri })
-  if (op.action === 'delete') {
-    if (plugin.promoteDuplicateOnDelete !== false)
-      state.rows('duplicate_record', { duplicateOf: ref.uri })
-    for (const { table, where } of plugin.readsOnDelete?.(ref.uri) ?? [])
-      state.rows(table, where as Where)
-    try {
+  state.rows(plugin.table, { uri })
+  if (action !== 'delete') return
+  if (plugin.promoteDuplicateOnDelete !== false)
+    state.rows('duplicate_record', { duplicateOf: uri })
+  for (const { table, where } of plugin.readsOnDelete?.(uri) ?? [])
+    state.rows(table, where as Where)
+}
+
+/** What an op's plugin reads to build, find a duplicate of, or delete its row, and the keys of
+ * the rows that adds. */
+function derived(state: BatchState, schema: SchemaInfo, { plugin, ref, op }: Op): void {
+  if (!plugin.table) return
+  const reader = state as unknown as Reader
+  try {
+    if (op.action === 'delete') {
       keyed(state, schema, plugin.unconditional?.delete(reader, ref.uri).rows)
-      // Once its row is loaded (a later round), what deleting it reads and writes.
       const row = state.first(plugin.table, { uri: ref.uri })
       if (row) keyed(state, schema, plugin.onDelete(reader, row as never, null).rows)
-    } catch {
-      // As for creates: hints only read.
+      return
     }
-    return
-  }
-  // Only records already checked where the frame was decoded: their record is the parsed one.
-  if (!op.checked || 'invalid' in op.checked) return
-  const rec = op.record
-  try {
+    // Only records already checked where the frame was decoded: their record is the parsed one.
+    if (!op.checked || 'invalid' in op.checked) return
+    const rec = op.record
     keyed(state, schema, plugin.unconditional?.create(ref, rec))
     const row = plugin.toRow(reader, ref, rec) as Row | null
     if (!row) return
-    const info = schema.get(plugin.table)
-    for (const unique of info ? info.unique : []) {
+    for (const unique of schema.get(plugin.table)?.unique ?? []) {
       const where: Where = {}
       for (const c of unique) where[c] = (row[c] ?? null) as Where[string]
       if (Object.values(where).every((v) => v !== null)) state.rows(plugin.table, where)

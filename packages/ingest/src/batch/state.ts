@@ -120,24 +120,21 @@ export class BatchState {
   /** The rows of `table` matching `where` now (before the batch, changed by it). */
   rows(table: string, where: Where): Row[] {
     const t = this.table(table)
+    const pk = t.primary
+    // The most common read: one row by a one-column primary key (a uri, a did).
+    if (pk.length === 1) {
+      const c = pk[0]!
+      let n = 0
+      for (const _ in where) n++
+      if (n === 1 && c in where) return this.byKey(table, pk, [where[c]!])
+    }
     const columns = Object.keys(where)
     if (columns.length > 1) columns.sort()
     const values = columns.map((c) => where[c]!)
-    const pk = t.primary
     const changed = this.overlay.get(table)
     const under = this.below?.overlay.get(table)
     if (columns.length === pk.length && pk.every((c) => c in where)) {
-      const pkValues = pk.length === 1 ? values : pk.map((c) => where[c]!)
-      const key = keyOf(pkValues)
-      const layer = changed?.has(key) ? changed : under?.has(key) ? under : undefined
-      if (layer) {
-        const row = layer.get(key)!
-        return row ? [row] : []
-      }
-      const known = this.base.get(table)
-      if (!known?.has(key)) return this.miss({ table, columns: [...pk] }, pkValues)
-      const row = known.get(key)!
-      return row ? [row] : []
+      return this.byKey(table, pk, pk.length === 1 ? values : pk.map((c) => where[c]!))
     }
     const shape = columns.length === 1 ? columns[0]! : columns.join(',')
     const found = this.lookups.get(`${table}${SEP}${shape}${SEP}${keyOf(values)}`)
@@ -162,6 +159,22 @@ export class BatchState {
       if (row) out.push(row)
     }
     return out
+  }
+
+  /** The row with this primary key now, if any (a miss if not known yet). */
+  private byKey(table: string, pk: readonly string[], pkValues: Value[]): Row[] {
+    const key = keyOf(pkValues)
+    const changed = this.overlay.get(table)
+    const under = this.below?.overlay.get(table)
+    const layer = changed?.has(key) ? changed : under?.has(key) ? under : undefined
+    if (layer) {
+      const row = layer.get(key)!
+      return row ? [row] : []
+    }
+    const known = this.base.get(table)
+    if (!known?.has(key)) return this.miss({ table, columns: [...pk] }, pkValues)
+    const row = known.get(key)!
+    return row ? [row] : []
   }
 
   first(table: string, where: Where): Row | undefined {
