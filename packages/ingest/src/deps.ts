@@ -1,7 +1,13 @@
 // The writer's network lookups, backed by the identity resolver.
 import { getPds } from '@atproto/identity'
 import type { Identity } from '@openplane/identity'
-import type { WriterDeps } from './writer.ts'
+
+export interface WriterDeps {
+  /** Verified handle for a DID (null if it does not verify), or undefined if unresolvable now. */
+  resolveHandle(did: string, force: boolean): Promise<string | null | undefined>
+  /** Whether the account's PDS still hosts the repo (false = really deleted). */
+  isHosted(did: string): Promise<boolean>
+}
 
 export function writerDeps(identity: Identity, timeoutMs = 5000): WriterDeps {
   // One lookup per DID at a time: the writer asking for a DID the prefetch is already resolving

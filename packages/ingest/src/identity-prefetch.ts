@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, throttle } from '@openplane/telemetry'
 import { needsHandleReindex } from './actors.ts'
-import type { WriterDeps } from './writer.ts'
+import type { WriterDeps } from './deps.ts'
 
 /** Shared by every prefetcher of the process: they fail together. */
 const lookupFailedLog = throttle(10_000)

@@ -8,8 +8,8 @@ export {
   type CommitListener,
   type RepoChunk,
   type RepoFinish,
-  type WriterDeps,
 } from './writer.ts'
+export type { WriterDeps } from './deps.ts'
 export { checkRecords } from './checks.ts'
 export { writerDeps } from './deps.ts'
 export type { Change, FeedItemValues } from './changes.ts'

@@ -1,29 +1,32 @@
 // Applies a batch of firehose events in one transaction together with the source's cursor, so
-// a restart resumes exactly after the last applied batch (exactly-once effects). Network lookups
-// (handles, account hosting) happen before the transaction opens. Inside it the batch is planned,
+// a restart resumes exactly after the last applied batch (exactly-once effects; positions.ts).
+// Network lookups (handles, account hosting: prepare.ts) happen before the transaction opens, for
+// the next batch while this one is written (planned ahead). Inside it the batch is planned,
 // then applied: every read the plugins make is loaded in bulk (batch/state.ts), the plan yields
 // each table's net row changes, and each table is written once (batch/apply.ts). An account
 // deletion is a barrier: what comes before it is applied, then the deletion, then the rest.
 // A record that fails to plan is skipped (counted and logged); if the database refuses the
 // applied batch, it is redone in halves behind savepoints until the events at fault stand alone
 // and are skipped, never taking their neighbours down with them. A COMMIT whose reply is lost is
-// settled by asking Postgres, so a batch's changes reach the listeners exactly once whether or
-// not it committed. Graph and timeline changes come from the plan's net writes, never from
+// settled by asking Postgres (settle.ts), so a batch's changes reach the listeners exactly once
+// whether or not it committed. Graph and timeline changes come from the plan's net writes, never from
 // whether a statement happened to add rows, so a retried batch can neither drop nor double one.
 // Batches of every source (live streams, the backfill) are written one at a time, and live events
 // of a repo being backfilled are set aside until its backfill is written (repo-gate.ts). In a
 // community deployment, live events of accounts outside it are skipped (scope.ts).
-import { sql, type Kysely } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
-import { needsHandleReindex } from './actors.ts'
 import { applyPlanned, BatchRun, planRange, type Outcome, type Planned } from './batch/run.ts'
 import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
-import { brokenChains } from './chain.ts'
-import { dropHeld, dropHeldUpTo, loadHeld, storeHeld } from './held-store.ts'
+import type { WriterDeps } from './deps.ts'
+import { dropHeld, dropHeldUpTo, loadHeld } from './held-store.ts'
+import { cursorPosition, markedPosition, type Position } from './positions.ts'
+import { prepareBatch } from './prepare.ts'
+import { committed as settled } from './settle.ts'
 import { RepoGate, type HoldLimits } from './repo-gate.ts'
 import { scoped, type Scope } from './scope.ts'
 
@@ -48,23 +51,10 @@ const batchEvents = histogram(
   [1, 10, 50, 100, 250, 500, 1000, 5000],
 )
 
-export interface WriterDeps {
-  /** Verified handle for a DID (null if it does not verify), or undefined if unresolvable now. */
-  resolveHandle(did: string, force: boolean): Promise<string | null | undefined>
-  /** Whether the account's PDS still hosts the repo (false = really deleted). */
-  isHosted(did: string): Promise<boolean>
-}
-
 export type CommitListener = (
   changes: Change[],
   committed: { source: string; cursor: number },
 ) => void
-
-/**
- * What a batch's transaction records last, before COMMIT, to say how far it got: a live source's
- * cursor, or a backfilled repo's state. Returns the transaction id (see settle()).
- */
-type Position = (tx: Kysely<DatabaseSchema>) => Promise<string>
 
 /**
  * A backfilled repo's last chunk: the rev its records are written at. Without a rev the repo
@@ -116,16 +106,12 @@ const sameSeqs = (seqs: number[], batch: IngestEvent[]) =>
 /** Held events a restart applies per transaction. */
 const RECOVER_BATCH = 500
 
-/** How long to wait for a transaction that is still open to end before giving up for now. */
-const SETTLE_TRIES = 20
-const SETTLE_WAIT_MS = 100
-
 export class Writer {
   private readonly db: Db
   private readonly deps: WriterDeps
   private listeners: CommitListener[] = []
   private resyncListeners: ((dids: string[]) => void)[] = []
-  /** Per source, the attempt whose commit is still to be settled (see settle()). */
+  /** Per source, the attempt whose commit is still to be settled (settle.ts). */
   private readonly unsettled = new Map<string, Unsettled>()
   /** The tables' keys, json and generated columns, read once. */
   private schema: Promise<SchemaInfo> | undefined
@@ -295,7 +281,7 @@ export class Writer {
     this.ahead.delete(source)
     const held = this.unsettled.get(source)
     if (held) {
-      const committed = await this.settle(held)
+      const committed = await settled(this.db, held.xid)
       this.unsettled.delete(source)
       if (committed) {
         log.info({ source, cursor: held.cursor }, 'an unanswered batch commit had gone through')
@@ -362,7 +348,7 @@ export class Writer {
    * written before it, if not committed yet).
    */
   private async early(schema: SchemaInfo, batch: IngestEvent[], below?: Early): Promise<Early> {
-    const prepared = await this.prepare(batch, below?.prepared)
+    const prepared = await prepareBatch(this.db, this.deps, batch, below?.prepared)
     const planned = prepared.deletions.size
       ? undefined
       : await planRange(this.db, schema, batch, 0, batch.length, prepared, below?.planned?.state)
@@ -434,32 +420,11 @@ export class Writer {
       log.warn({ err, source, xid }, 'batch commit unanswered; asking Postgres')
       const held: Unsettled = { ...outcome, xid, seqs: batch.map((e) => e.seq), cursor }
       this.unsettled.set(source, held)
-      const committed = await this.settle(held)
+      const committed = await settled(this.db, held.xid)
       this.unsettled.delete(source)
       if (!committed) return { err }
       log.info({ source, xid }, 'the unanswered batch commit had gone through')
       return outcome
-    }
-  }
-
-  /**
-   * Whether the held attempt's transaction committed, asked on another connection. Throws while
-   * Postgres cannot say (unreachable, or the transaction still open after a while): never guess.
-   */
-  private async settle(held: Unsettled): Promise<boolean> {
-    for (let tries = 1; ; tries++) {
-      const { rows } = await sql<{ status: string | null }>`
-        select txid_status(${held.xid}::bigint) as status`.execute(this.db)
-      const status = rows[0]?.status ?? null
-      if (status === 'committed') return true
-      if (status === 'aborted') return false
-      // In progress: the server has not noticed the lost connection yet, or is still committing.
-      if (status !== 'in progress' || tries >= SETTLE_TRIES) {
-        throw new Error(
-          `outcome of batch transaction ${held.xid} unknown: ${status ?? 'no status'}`,
-        )
-      }
-      await new Promise((resolve) => setTimeout(resolve, SETTLE_WAIT_MS))
     }
   }
 
@@ -477,179 +442,5 @@ export class Writer {
         log.error({ err }, 'change listener failed')
       }
     }
-  }
-
-  /**
-   * Network work for the batch, done before the transaction: handles and account deletions.
-   * `below`: actor rows as the batch written before this one leaves them, if it may not be
-   * committed yet.
-   */
-  private async prepare(
-    batch: IngestEvent[],
-    below?: Pick<Prepared, 'actors' | 'claimed' | 'revs'>,
-  ): Promise<Prepared> {
-    const relevant = (e: IngestEvent) =>
-      e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
-    const dids = [...new Set(batch.filter(relevant).map((e) => e.did))]
-    const actors = new Map(
-      (dids.length === 0
-        ? []
-        : await this.db
-            .selectFrom('actor')
-            .select(['did', 'handle', 'indexedAt'])
-            .where('did', 'in', dids)
-            .execute()
-      ).map((a): [string, ActorState] => [a.did, a]),
-    )
-    for (const did of dids) {
-      const after = below?.actors.get(did)
-      if (after === null) actors.delete(did)
-      else if (after) actors.set(did, after)
-      // A handle the batch below gave to another actor is no longer this one's.
-      const read = actors.get(did)
-      const holder = read?.handle != null ? below?.claimed.get(read.handle) : undefined
-      if (read && after === undefined && holder !== undefined && holder !== did) {
-        actors.set(did, { ...read, handle: null })
-      }
-    }
-    // An account event says "deleted"; it is applied only if the PDS no longer has the repo. A
-    // purge needs no asking.
-    const deletions = new Set<number>()
-    await Promise.all(
-      [...batch.entries()].map(async ([index, evt]) => {
-        if (evt.type === 'purge') return void deletions.add(index)
-        if (evt.type !== 'account' || evt.active || evt.status !== 'deleted') return
-        if (!(await this.deps.isHosted(evt.did).catch(() => true))) deletions.add(index)
-      }),
-    )
-    // Which events re-check a handle depends on the outcome of earlier checks (an invalid handle
-    // is re-checked hourly, a valid one daily), so plan in rounds: each round resolves, all at
-    // once, the first unresolved check of each actor, until the plan needs no more.
-    const outcomes = new Map<number, string | null | undefined>()
-    let final = new ActorPlan(actors)
-    const handles = new Map<number, { did: string; handle: string | null }>()
-    for (;;) {
-      handles.clear()
-      const plan = new ActorPlan(actors)
-      final = plan
-      const blocked = new Set<string>()
-      const wanted: { index: number; did: string; force: boolean }[] = []
-      for (const [index, evt] of batch.entries()) {
-        if (deletions.has(index)) plan.remove(evt.did)
-        if (!relevant(evt) || evt.type === 'account' || evt.type === 'purge') continue
-        if (blocked.has(evt.did)) continue
-        if (evt.type !== 'identity' && !needsHandleReindex(plan.get(evt.did), evt.time)) continue
-        if (!outcomes.has(index)) {
-          wanted.push({ index, did: evt.did, force: evt.type === 'identity' })
-          blocked.add(evt.did)
-          continue
-        }
-        const handle = outcomes.get(index)
-        // An unresolvable actor is left as it is, as the stock's failed lookup leaves it.
-        if (handle === undefined) continue
-        handles.set(index, { did: evt.did, handle })
-        plan.set(evt.did, { handle, indexedAt: evt.time })
-      }
-      if (!wanted.length) break
-      await Promise.all(
-        wanted.map(async ({ index, did, force }) => {
-          outcomes.set(index, await this.deps.resolveHandle(did, force).catch(() => undefined))
-        }),
-      )
-    }
-    const claimed = new Map<string, string>()
-    for (const { did, handle } of handles.values()) if (handle !== null) claimed.set(handle, did)
-    const { repos: outOfSync, revs } = brokenChains(batch, await this.indexedRevs(batch, below))
-    return { handles, deletions, actors: final.snapshot(), claimed, revs, outOfSync }
-  }
-
-  /** The rev indexed for each repo with a commit or #sync in the batch (or left by `below`). */
-  private async indexedRevs(
-    batch: IngestEvent[],
-    below?: Pick<Prepared, 'revs'>,
-  ): Promise<Map<string, string | null>> {
-    const chained = (e: IngestEvent) => e.type === 'sync' || (e.type === 'commit' && !!e.since)
-    const dids = [...new Set(batch.filter(chained).map((e) => e.did))]
-    const revs = new Map<string, string | null>()
-    if (!dids.length) return revs
-    const rows = await this.db
-      .selectFrom('actor_sync')
-      .select(['did', 'repoRev'])
-      .where('did', 'in', dids)
-      .execute()
-    for (const r of rows) revs.set(r.did, r.repoRev)
-    for (const did of dids) {
-      const after = below?.revs.get(did)
-      if (after !== undefined) revs.set(did, after)
-    }
-    return revs
-  }
-}
-
-type ActorState = { handle: string | null; indexedAt: string }
-
-/** A live source's position: its cursor, upserted, and the events held that it moves past. */
-function cursorPosition(source: string, cursor: number, held: IngestEvent[]): Position {
-  return async (tx) => {
-    await storeHeld(tx, source, held)
-    const row = await tx
-      .insertInto('openplane_cursor')
-      .values({ source, seq: cursor })
-      .onConflict((oc) => oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }))
-      .returning(sql<string>`txid_current()::text`.as('xid'))
-      .executeTakeFirstOrThrow()
-    return row.xid
-  }
-}
-
-/** A backfill's or purge's position: what `mark` records, and the transaction id. */
-function markedPosition(mark: (tx: Kysely<DatabaseSchema>) => Promise<void>): Position {
-  return async (tx) => {
-    await mark(tx)
-    const { rows } = await sql<{ xid: string }>`select txid_current()::text as xid`.execute(tx)
-    return rows[0]!.xid
-  }
-}
-
-/**
- * Actor rows as the batch will have changed them, for planning handle checks: what setHandle and
- * deleteAccount will do, without writing. A verified handle moves to its new holder.
- */
-class ActorPlan {
-  private readonly state: Map<string, ActorState | null>
-  private readonly holder = new Map<string, string>()
-
-  constructor(actors: Map<string, ActorState>) {
-    this.state = new Map(actors)
-    for (const [did, a] of actors) if (a.handle !== null) this.holder.set(a.handle, did)
-  }
-
-  get(did: string): ActorState | undefined {
-    return this.state.get(did) ?? undefined
-  }
-
-  /** Every actor the plan knows, as the batch leaves it (null: deleted). */
-  snapshot(): Map<string, ActorState | null> {
-    return new Map(this.state)
-  }
-
-  set(did: string, next: ActorState): void {
-    this.release(did)
-    const previous = next.handle === null ? undefined : this.holder.get(next.handle)
-    if (previous !== undefined && previous !== did) {
-      this.state.set(previous, { ...this.state.get(previous)!, handle: null })
-    }
-    if (next.handle !== null) this.holder.set(next.handle, did)
-    this.state.set(did, next)
-  }
-
-  remove(did: string): void {
-    this.release(did)
-    this.state.set(did, null)
-  }
-
-  private release(did: string): void {
-    const handle = this.state.get(did)?.handle
-    if (handle && this.holder.get(handle) === did) this.holder.delete(handle)
   }
 }

@@ -1,0 +1,168 @@
+// The network work for a batch, done before its transaction opens: which handles to write (in
+// rounds, as each check decides whether the next event of that actor checks again), which account
+// deletions are real (the PDS no longer hosts the repo), and which repos the batch shows out of
+// sync (chain.ts). `below`: the actors and revs as the batch written before this one leaves them,
+// if it may not be committed yet (a batch planned ahead).
+import type { Kysely } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import { needsHandleReindex } from './actors.ts'
+import type { Prepared } from './batch/steps.ts'
+import { brokenChains } from './chain.ts'
+import type { IngestEvent } from './events.ts'
+import type { WriterDeps } from './deps.ts'
+
+type Db = Kysely<DatabaseSchema>
+
+/**
+ * Network work for the batch, done before the transaction: handles and account deletions.
+ * `below`: actor rows as the batch written before this one leaves them, if it may not be
+ * committed yet.
+ */
+export async function prepareBatch(
+  db: Db,
+  deps: WriterDeps,
+  batch: IngestEvent[],
+  below?: Pick<Prepared, 'actors' | 'claimed' | 'revs'>,
+): Promise<Prepared> {
+  const relevant = (e: IngestEvent) =>
+    e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
+  const dids = [...new Set(batch.filter(relevant).map((e) => e.did))]
+  const actors = new Map(
+    (dids.length === 0
+      ? []
+      : await db
+          .selectFrom('actor')
+          .select(['did', 'handle', 'indexedAt'])
+          .where('did', 'in', dids)
+          .execute()
+    ).map((a): [string, ActorState] => [a.did, a]),
+  )
+  for (const did of dids) {
+    const after = below?.actors.get(did)
+    if (after === null) actors.delete(did)
+    else if (after) actors.set(did, after)
+    // A handle the batch below gave to another actor is no longer this one's.
+    const read = actors.get(did)
+    const holder = read?.handle != null ? below?.claimed.get(read.handle) : undefined
+    if (read && after === undefined && holder !== undefined && holder !== did) {
+      actors.set(did, { ...read, handle: null })
+    }
+  }
+  // An account event says "deleted"; it is applied only if the PDS no longer has the repo. A
+  // purge needs no asking.
+  const deletions = new Set<number>()
+  await Promise.all(
+    [...batch.entries()].map(async ([index, evt]) => {
+      if (evt.type === 'purge') return void deletions.add(index)
+      if (evt.type !== 'account' || evt.active || evt.status !== 'deleted') return
+      if (!(await deps.isHosted(evt.did).catch(() => true))) deletions.add(index)
+    }),
+  )
+  // Which events re-check a handle depends on the outcome of earlier checks (an invalid handle
+  // is re-checked hourly, a valid one daily), so plan in rounds: each round resolves, all at
+  // once, the first unresolved check of each actor, until the plan needs no more.
+  const outcomes = new Map<number, string | null | undefined>()
+  let final = new ActorPlan(actors)
+  const handles = new Map<number, { did: string; handle: string | null }>()
+  for (;;) {
+    handles.clear()
+    const plan = new ActorPlan(actors)
+    final = plan
+    const blocked = new Set<string>()
+    const wanted: { index: number; did: string; force: boolean }[] = []
+    for (const [index, evt] of batch.entries()) {
+      if (deletions.has(index)) plan.remove(evt.did)
+      if (!relevant(evt) || evt.type === 'account' || evt.type === 'purge') continue
+      if (blocked.has(evt.did)) continue
+      if (evt.type !== 'identity' && !needsHandleReindex(plan.get(evt.did), evt.time)) continue
+      if (!outcomes.has(index)) {
+        wanted.push({ index, did: evt.did, force: evt.type === 'identity' })
+        blocked.add(evt.did)
+        continue
+      }
+      const handle = outcomes.get(index)
+      // An unresolvable actor is left as it is, as the stock's failed lookup leaves it.
+      if (handle === undefined) continue
+      handles.set(index, { did: evt.did, handle })
+      plan.set(evt.did, { handle, indexedAt: evt.time })
+    }
+    if (!wanted.length) break
+    await Promise.all(
+      wanted.map(async ({ index, did, force }) => {
+        outcomes.set(index, await deps.resolveHandle(did, force).catch(() => undefined))
+      }),
+    )
+  }
+  const claimed = new Map<string, string>()
+  for (const { did, handle } of handles.values()) if (handle !== null) claimed.set(handle, did)
+  const { repos: outOfSync, revs } = brokenChains(batch, await indexedRevs(db, batch, below))
+  return { handles, deletions, actors: final.snapshot(), claimed, revs, outOfSync }
+}
+
+/** The rev indexed for each repo with a commit or #sync in the batch (or left by `below`). */
+async function indexedRevs(
+  db: Db,
+  batch: IngestEvent[],
+  below?: Pick<Prepared, 'revs'>,
+): Promise<Map<string, string | null>> {
+  const chained = (e: IngestEvent) => e.type === 'sync' || (e.type === 'commit' && !!e.since)
+  const dids = [...new Set(batch.filter(chained).map((e) => e.did))]
+  const revs = new Map<string, string | null>()
+  if (!dids.length) return revs
+  const rows = await db
+    .selectFrom('actor_sync')
+    .select(['did', 'repoRev'])
+    .where('did', 'in', dids)
+    .execute()
+  for (const r of rows) revs.set(r.did, r.repoRev)
+  for (const did of dids) {
+    const after = below?.revs.get(did)
+    if (after !== undefined) revs.set(did, after)
+  }
+  return revs
+}
+
+/**
+ * Actor rows as the batch will have changed them, for planning handle checks: what setHandle and
+ * deleteAccount will do, without writing. A verified handle moves to its new holder.
+ */
+class ActorPlan {
+  private readonly state: Map<string, ActorState | null>
+  private readonly holder = new Map<string, string>()
+
+  constructor(actors: Map<string, ActorState>) {
+    this.state = new Map(actors)
+    for (const [did, a] of actors) if (a.handle !== null) this.holder.set(a.handle, did)
+  }
+
+  get(did: string): ActorState | undefined {
+    return this.state.get(did) ?? undefined
+  }
+
+  /** Every actor the plan knows, as the batch leaves it (null: deleted). */
+  snapshot(): Map<string, ActorState | null> {
+    return new Map(this.state)
+  }
+
+  set(did: string, next: ActorState): void {
+    this.release(did)
+    const previous = next.handle === null ? undefined : this.holder.get(next.handle)
+    if (previous !== undefined && previous !== did) {
+      this.state.set(previous, { ...this.state.get(previous)!, handle: null })
+    }
+    if (next.handle !== null) this.holder.set(next.handle, did)
+    this.state.set(did, next)
+  }
+
+  remove(did: string): void {
+    this.release(did)
+    this.state.set(did, null)
+  }
+
+  private release(did: string): void {
+    const handle = this.state.get(did)?.handle
+    if (handle && this.holder.get(handle) === did) this.holder.delete(handle)
+  }
+}
+
+type ActorState = { handle: string | null; indexedAt: string }
