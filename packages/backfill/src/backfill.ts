@@ -16,10 +16,11 @@
 // In a community deployment the worker fetches only repos of accounts in its scope, and removes
 // the index of accounts queued for purging (they left the community) before fetching more. Repos
 // the live stream shows out of sync (sync 1.1) are fetched again (followResyncs).
-import { getKey, getPds, type IdResolver } from '@atproto/identity'
+import { getPds, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { IngestEvent, Scope, Writer } from '@openplane/ingest'
+import { signingKeyOf } from '@openplane/signatures'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError } from './car.ts'
 import { Committer } from './committer.ts'
@@ -628,7 +629,7 @@ export class Backfill {
     if (!pds) throw new RepoFailed('DID document names no PDS', undefined)
     // The key is read only to verify (decoding it costs a point decompression). In verifying
     // mode a document without a key fails the repo when its commit is checked.
-    return { pds, signingKey: this.opts.verify ? getKey(doc) : undefined }
+    return { pds, signingKey: this.opts.verify ? signingKeyOf(doc) : undefined }
   }
 }
 

@@ -7,9 +7,9 @@ import {
   parseCommitUnauthenticated,
   parseSync,
 } from '@atproto/sync'
-import { getSigningKey } from '@atproto/common-web'
 import type { IdResolver } from '@atproto/identity'
 import { decodeCommitFrame, verifyCommitFrame } from './commit-frame.ts'
+import { signingKeyOf } from '@openplane/signatures'
 import type { CommitOp, IngestEvent } from './events.ts'
 import { isDid, isObj, isSeq, isTime, type Obj } from './frame-values.ts'
 
@@ -61,18 +61,12 @@ async function signingKey(
   return key
 }
 
-/**
- * The document's atproto key as a did:key. A Multikey already is one, as published; the
- * resolver's own answer (resolveAtprotoKey) decompresses and compresses it again in JavaScript,
- * which costs more than checking a signature. Older key types go through the resolver.
- */
+/** The DID's signing key as a did:key (left as published: signingKeyOf). */
 async function resolveKey(resolver: IdResolver, did: string, refresh: boolean): Promise<string> {
   const doc = await resolver.did.resolve(did, refresh)
-  const material = doc && getSigningKey(doc)
-  if (material?.type === 'Multikey' && material.publicKeyMultibase.startsWith('z')) {
-    return `did:key:${material.publicKeyMultibase}`
-  }
-  return resolver.did.resolveAtprotoKey(did, refresh)
+  const key = doc && signingKeyOf(doc)
+  if (!key) throw new Error(`no signing key for ${did}`)
+  return key
 }
 
 /** The frame decoded with @atproto's CBOR, CAR and sync parsing (every frame, every mode). */

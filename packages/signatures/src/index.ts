@@ -1,1 +1,2 @@
 export { signatureBackend, verifySignature } from './verify.ts'
+export { signingKeyOf } from './did-key.ts'
