@@ -5,6 +5,8 @@ import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { P256Keypair, Secp256k1Keypair } from '@atproto/crypto'
 import { describe, expect, it } from 'vitest'
+import { getKey } from '@atproto/identity'
+import { signingKeyOf } from './did-key.ts'
 import { signatureBackend, verifySignature } from './verify.ts'
 
 interface Vector {
@@ -43,5 +45,22 @@ describe('verifySignature', () => {
     expect(verifySignature(other.did(), data, sig)).toBe(false)
     expect(verifySignature(key.did(), new TextEncoder().encode('another'), sig)).toBe(false)
     expect(verifySignature('did:key:zNotAKey', data, sig)).toBe(false)
+  })
+})
+
+describe('signingKeyOf', () => {
+  it('takes a Multikey as published, as @atproto/identity would format it', async () => {
+    const key = await Secp256k1Keypair.create()
+    const did = 'did:plc:signingkeysigningkeysign'
+    const multibase = key.did().slice('did:key:'.length)
+    const doc = (type: string, publicKeyMultibase: string) => ({
+      id: did,
+      verificationMethod: [{ id: `${did}#atproto`, type, controller: did, publicKeyMultibase }],
+    })
+    const multikey = doc('Multikey', multibase)
+    // The same did:key @atproto/identity formats, without its round trip through the point.
+    expect(signingKeyOf(multikey)).toBe(key.did())
+    expect(signingKeyOf(multikey)).toBe(getKey(multikey))
+    expect(signingKeyOf({ id: did })).toBeUndefined()
   })
 })
