@@ -21,9 +21,9 @@ const MAX_PASSES = 1000
  */
 const STEPS_PER_SLICE = 200
 /**
- * Steps a pass runs past its last miss to find more, before it stops to load. Misses usually
- * come in a run (a batch of new records the hints did not foresee: every step misses), and
- * then the pass goes on through the batch; a lone miss costs this many steps run twice.
+ * Steps a pass runs past its last miss to find more, before it stops to load. Misses come in a
+ * run in a batch of new records (every step misses its own rows), and then the pass goes on
+ * through the batch; a lone miss late in a pass costs this many steps run twice, not the rest.
  */
 const DISCOVER_AFTER_MISS = 50
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -43,8 +43,8 @@ export async function planSteps(
     let ran = 0
     for (let i = resume; i < steps.length; i++) {
       // Every step after a miss runs again after the load, so a pass goes on past one only to
-      // find more misses: while they keep coming (a batch hints could not foresee). Once misses
-      // are sparse, it stops soon after the last one.
+      // find more misses: while they keep coming (a batch of new records: every step misses).
+      // Once misses are sparse, it stops soon after the last one.
       if (first >= 0 && i - lastMiss > DISCOVER_AFTER_MISS) break
       if ((i - resume) % STEPS_PER_SLICE === STEPS_PER_SLICE - 1) await yieldToLoop()
       ran++

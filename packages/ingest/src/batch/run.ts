@@ -12,7 +12,6 @@ import { WATCHED, type Change, type FeedItemValues } from '../changes.ts'
 import { CounterBuffer } from './counters.ts'
 import type { IngestEvent } from '../events.ts'
 import { applyWrites } from './apply.ts'
-import { loadHinted } from './hints.ts'
 import { Plan } from './plan.ts'
 import { planSteps, settled } from './planner.ts'
 import type { SchemaInfo } from './schema.ts'
@@ -161,7 +160,6 @@ export async function planRange(
   const state = new BatchState(db, schema, below)
   const plan = new Plan(state)
   const steps = stepsFor(batch, from, to, prepared)
-  await loadHinted(state, schema, batch, from, to, prepared)
   const planned = await planSteps(plan, steps)
   passes.observe(planned.passes)
   stepRuns.inc({ count: 'steps' }, steps.length)
