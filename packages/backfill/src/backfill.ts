@@ -294,8 +294,13 @@ export class Backfill {
         }
         if (page.length < 200) {
           this.cursor = undefined
-          // Then failed repos whose time to be fetched again has come.
-          if (!retryFailed) dids.push(...(await this.repos.due(room - dids.length, this.busy)))
+          // Then failed repos whose time to be fetched again has come (in scope: one that left
+          // the community is purged, not fetched).
+          if (!retryFailed) {
+            for (const did of await this.repos.due(room - dids.length, this.busy)) {
+              if (!this.opts.scope || this.opts.scope.has(did)) dids.push(did)
+            }
+          }
           return dids
         }
       }
