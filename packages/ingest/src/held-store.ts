@@ -5,9 +5,16 @@
 import { lexParse, lexStringify } from '@atproto/lex-json'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
+import { counter } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
 
 type Db = Kysely<DatabaseSchema>
+
+/** Stored held events a restart could not read back (left out, logged). */
+export const unreadableHeld = counter(
+  'openplane_held_events_unreadable_total',
+  'Held live events kept in Postgres that a restart could not read back',
+)
 type LexValue = Parameters<typeof lexStringify>[0]
 
 export function encodeHeld(evt: IngestEvent): string {

@@ -9,8 +9,9 @@
 // applied batch, it is redone in halves behind savepoints until the events at fault stand alone
 // and are skipped, never taking their neighbours down with them. A COMMIT whose reply is lost is
 // settled by asking Postgres (settle.ts), so a batch's changes reach the listeners exactly once
-// whether or not it committed. Graph and timeline changes come from the plan's net writes, never from
-// whether a statement happened to add rows, so a retried batch can neither drop nor double one.
+// whether or not it committed. Graph and timeline changes come from the plan's net writes, never
+// from whether a statement happened to add rows, so a retried batch can neither drop nor double
+// one.
 // Batches of every source (live streams, the backfill) are written one at a time, and live events
 // of a repo being backfilled are set aside until its backfill is written (repo-gate.ts). In a
 // community deployment, live events of accounts outside it are skipped (scope.ts).
@@ -23,7 +24,7 @@ import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
 import type { WriterDeps } from './deps.ts'
-import { dropHeld, dropHeldUpTo, loadHeld } from './held-store.ts'
+import { dropHeld, dropHeldUpTo, loadHeld, unreadableHeld } from './held-store.ts'
 import { cursorPosition, markedPosition, type Position } from './positions.ts'
 import { prepareBatch } from './prepare.ts'
 import { committed as settled } from './settle.ts'
@@ -214,8 +215,10 @@ export class Writer {
       if (!rows.length) return applied
       const last = rows[rows.length - 1]!.id
       const events = rows.flatMap((r) => (r.event ? [r.event] : []))
-      if (events.length < rows.length)
+      if (events.length < rows.length) {
+        unreadableHeld.inc(rows.length - events.length)
         log.error({ rows: rows.length - events.length }, 'held events unreadable; left out')
+      }
       await this.exclusive(() =>
         this.write(
           BACKFILL_SOURCE,

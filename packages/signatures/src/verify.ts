@@ -1,9 +1,10 @@
 // Signature checks as atproto defines them (ECDSA over SHA-256, 64-byte compact r‖s, low-S only;
 // secp256k1 "ES256K" and P-256 "ES256" keys as did:key), at native speed: a commit's or label's
 // check is on the hot path of verifying ingest and backfill. Each did:key is parsed once, its
-// point left compressed, and the prepared key kept. secp256k1 runs on libsecp256k1 (the `secp256k1` package's prebuilt N-API
-// binding), which refuses high-S signatures itself; P-256 runs on OpenSSL (node:crypto), with the
-// low-S rule checked here. @atproto/crypto only parses the did:key.
+// point left compressed, and the prepared key kept. secp256k1 runs on libsecp256k1 (the
+// `secp256k1` package's prebuilt N-API binding), which refuses high-S signatures itself; P-256
+// runs on OpenSSL (node:crypto), with the low-S rule checked here. @atproto/crypto parses only
+// the did:keys whose point is not compressed.
 import { createPublicKey, hash, verify, type KeyObject } from 'node:crypto'
 import { createRequire } from 'node:module'
 import { fromBase58Btc } from '@atcute/multibase'
