@@ -32,12 +32,7 @@ function withPrevData(bytes: Uint8Array, other: unknown): Uint8Array {
   const [header, rest] = decodeFirst(bytes) as [unknown, Uint8Array]
   const body = decodeCbor(rest) as Record<string, unknown>
   body.prevData = other
-  const h = encodeCbor(header)
-  const b = encodeCbor(body)
-  const out = new Uint8Array(h.length + b.length)
-  out.set(h)
-  out.set(b, h.length)
-  return out
+  return new Uint8Array(Buffer.concat([encodeCbor(header), encodeCbor(body)]))
 }
 
 describe('fast commit decoding', () => {

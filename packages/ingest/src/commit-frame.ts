@@ -80,8 +80,8 @@ export interface RefusedCommit {
   seq: number
 }
 
-/** The signing key of a DID as a did:key (`refresh`: not from a cache), or null. */
-export type KeyOf = (did: string, refresh: boolean) => Promise<string | null>
+/** The signing key of a DID as a did:key (`refresh`: not from a cache); rejects if none. */
+export type KeyOf = (did: string, refresh: boolean) => Promise<string>
 
 /**
  * Verifying mode: the frame's event when its commit is signed by the repo's key, every op is
@@ -96,17 +96,17 @@ export async function verifyCommitFrame(
   keyOf: KeyOf,
 ): Promise<DecodedCommit | RefusedCommit | undefined> {
   let frame: Frame | undefined
-  let blocks: BlockMap | undefined
+  let car: { blocks: BlockMap; root: Uint8Array } | undefined
   let commit: SignedCommit | undefined
   try {
     frame = readFrame(bytes)
-    if (!frame) return undefined
-    blocks = allBlocks(frame.blocks)
-    commit = blocks && signedCommit(blocks, frame.repo)
+    car = frame && allBlocks(frame.blocks)
+    commit = car && signedCommit(car.root, frame!.repo)
   } catch {
     return undefined
   }
-  if (!frame || !blocks || !commit) return undefined
+  if (!frame || !car || !commit) return undefined
+  const { blocks } = car
   if (!(await signedBy(commit, frame.repo, keyOf))) return undefined
   try {
     if (!(await proven(blocks, commit.data.$link, frame.ops))) return undefined
@@ -240,8 +240,8 @@ function recordBlocks(car: Uint8Array, ops: WantedOp[]): (Uint8Array | undefined
   return found
 }
 
-/** Every block of a CAR with exactly one root, by CID, hashes checked; the root under ROOT. */
-function allBlocks(car: Uint8Array): BlockMap | undefined {
+/** Every block of a CAR with exactly one root, by CID, hashes checked, and the root's block. */
+function allBlocks(car: Uint8Array): { blocks: BlockMap; root: Uint8Array } | undefined {
   const reader = openCar(car)
   if (!reader || reader.roots.length !== 1) return undefined
   const blocks: BlockMap = new Map()
@@ -250,13 +250,8 @@ function allBlocks(car: Uint8Array): BlockMap | undefined {
     blocks.set(cidString(entry.cid), entry.bytes as Uint8Array<ArrayBuffer>)
   }
   const root = blocks.get(reader.roots[0]!.$link)
-  if (!root) return undefined
-  blocks.set(ROOT, root)
-  return blocks
+  return root && { blocks, root }
 }
-
-/** Where allBlocks keeps the root's block too (no CID string looks like it). */
-const ROOT = '#root'
 
 interface SignedCommit {
   did: string
@@ -268,8 +263,8 @@ interface SignedCommit {
 }
 
 /** The root block as a v3 commit with exactly the fields the reference reads and signs. */
-function signedCommit(blocks: BlockMap, repo: string): SignedCommit | undefined {
-  const value = decodeCbor(blocks.get(ROOT)!) as unknown
+function signedCommit(root: Uint8Array, repo: string): SignedCommit | undefined {
+  const value = decodeCbor(root) as unknown
   if (!isObj(value) || Object.keys(value).length !== 6) return undefined
   const { did, version, data, rev, prev, sig } = value
   if (did !== repo || version !== 3 || typeof rev !== 'string') return undefined

@@ -39,30 +39,10 @@ export async function decodeFrame(bytes: Uint8Array, opts: FrameOptions): Promis
 }
 
 /**
- * Signing keys by DID, as did:key. The resolver caches documents, but formats the key afresh on
- * each ask (decompressing its point: more than the signature check itself); a key that no longer
- * verifies is asked for again with `refresh`, which also replaces it here.
+ * The DID's signing key as a did:key, as its document publishes it (signingKeyOf); the resolver
+ * keeps documents cached, and `refresh` asks for the document again (a key that was rotated).
  */
-const keys = new Map<string, string>()
-const MAX_KEYS = 100_000
-
-async function signingKey(
-  resolver: IdResolver,
-  did: string,
-  refresh: boolean,
-): Promise<string | null> {
-  const known = refresh ? undefined : keys.get(did)
-  if (known) return known
-  const key = await resolveKey(resolver, did, refresh).catch(() => null)
-  if (key) {
-    if (keys.size >= MAX_KEYS) keys.delete(keys.keys().next().value!)
-    keys.set(did, key)
-  }
-  return key
-}
-
-/** The DID's signing key as a did:key (left as published: signingKeyOf). */
-async function resolveKey(resolver: IdResolver, did: string, refresh: boolean): Promise<string> {
+async function signingKey(resolver: IdResolver, did: string, refresh: boolean): Promise<string> {
   const doc = await resolver.did.resolve(did, refresh)
   const key = doc && signingKeyOf(doc)
   if (!key) throw new Error(`no signing key for ${did}`)
