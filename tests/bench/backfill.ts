@@ -15,6 +15,8 @@
 //   BENCH_SIDES           "stock,openplane" (default) or one of them
 //   BENCH_KEEP_SCHEMAS    1: keep the schemas for inspection
 //   BENCH_WHOLE           0: skip ours over every repo (and the wire bytes): side by side only
+//   BENCH_FLOOR           0: skip the machine's floor (the repos fetched alone, the rows stored
+//                         alone: fetch-floor.ts, pg-floor.ts)
 //
 // Ends with the side-by-side figures and each process's CPU per record written:
 //   backfill: stock <n> rec/s, openplane <n> rec/s, ratio <x>x; cpu us/record openplane <n>, postgres <n>
@@ -24,14 +26,17 @@ import { IdResolver } from '@atproto/identity'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
 import { createPgDb, migrateToLatest } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, Writer, writerDeps } from '@openplane/ingest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { formatTableDiff, INDEXED_TABLES, tableDiffs } from '../harness/indexer.ts'
 import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
-import { cpuByName } from './proc.ts'
+import { fetchFloor } from './fetch-floor.ts'
+import { postgresFloor } from './pg-floor.ts'
+import { cpuByName, processCpu } from './proc.ts'
+import { stageProfile } from './stages.ts'
 import { countStatements } from './statements.ts'
 import { measureWire, printWire } from './wire.ts'
 
@@ -48,12 +53,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const { file, summary } = await benchCorpus({ events: EVENTS, repos: REPOS, seed: SEED }, log)
 log(`corpus ${file}: ${summary.frames} events, ${summary.bytes} bytes of frames`)
 
-// The replay server in its own process: building and signing each CAR costs the server, not
-// the side being measured.
+// The replay server in its own process, keeping each CAR once built: a PDS serves stored blocks,
+// so the repos both sides fetch are built and signed before either is timed (warm() below), and
+// the server's CPU while a side runs is what serving them costs, printed beside the side's.
 const port = await freePort()
 const httpUrl = `http://127.0.0.1:${port}`
 const replay = await spawnReady(
-  ['packages/sim/src/cli.ts', 'serve-firehose', file, '--port', String(port), '--serve-repos'],
+  [
+    'packages/sim/src/cli.ts',
+    'serve-firehose',
+    file,
+    '--port',
+    String(port),
+    '--serve-repos',
+    '--keep-cars',
+  ],
   {},
   httpUrl,
   '/_replay',
@@ -83,6 +97,23 @@ async function listed(): Promise<string[]> {
 const all = await listed()
 const compared = all.slice(0, COMPARE)
 
+/** Has the server build (and keep) each repo's CAR, a few at a time. */
+async function warm(dids: string[]): Promise<void> {
+  const t = performance.now()
+  let next = 0
+  const worker = async () => {
+    while (next < dids.length) {
+      const url = new URL('/xrpc/com.atproto.sync.getRepo', httpUrl)
+      url.searchParams.set('did', dids[next++]!)
+      await (await fetch(url)).arrayBuffer()
+    }
+  }
+  await Promise.all(Array.from({ length: 4 }, worker))
+  log(
+    `  ${dids.length} CARs built by the server in ${((performance.now() - t) / 1000).toFixed(0)} s`,
+  )
+}
+
 interface Run {
   name: string
   schema: string
@@ -93,17 +124,20 @@ interface Run {
   /** CPU seconds of this process (the side's indexer; the replay server is another) and Postgres. */
   nodeCpu: number
   pgCpu: number
+  /** CPU seconds of the replay server (serving the CARs and DID documents). */
+  serverCpu: number
   statements: number
 }
+
+type Timed = 'nodeCpu' | 'pgCpu' | 'serverCpu' | 'statements'
 
 const statements = countStatements()
 
 /** Runs a side, with the CPU seconds it cost this process and Postgres, and its statements. */
-async function timed(
-  run: () => Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'statements'>>,
-): Promise<Run> {
+async function timed(run: () => Promise<Omit<Run, Timed>>): Promise<Run> {
   const cpu0 = process.cpuUsage()
   const pg0 = cpuByName('postgres')
+  const server0 = processCpu(replay.proc.pid!)
   const st0 = statements.count()
   const r = await run()
   const cpu = process.cpuUsage(cpu0)
@@ -111,6 +145,7 @@ async function timed(
     ...r,
     nodeCpu: (cpu.user + cpu.system) / 1e6,
     pgCpu: cpuByName('postgres') - pg0,
+    serverCpu: processCpu(replay.proc.pid!) - server0,
     statements: statements.count() - st0,
   }
 }
@@ -128,7 +163,7 @@ async function recordsIn(schema: string): Promise<number> {
   }
 }
 
-async function stock(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'statements'>> {
+async function stock(dids: string[]): Promise<Omit<Run, Timed>> {
   const schema = uniqueName('bench_bf_stock')
   schemas.push(schema)
   const db = new Database({ url: PG_URL, schema, poolSize: 10 })
@@ -164,7 +199,7 @@ async function stock(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 's
   }
 }
 
-async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'statements'>> {
+async function ours(dids: string[]): Promise<Omit<Run, Timed>> {
   const schema = uniqueName('bench_bf_ours')
   schemas.push(schema)
   const db = createPgDb({ url: PG_URL, schema, poolSize: 10 })
@@ -174,7 +209,9 @@ async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'st
     allowPrivateNetwork: true,
     testHandles: { suffixes: ['.test'], pdsUrl: httpUrl },
   })
-  const writer = new Writer(db.db, writerDeps(identity))
+  const deps = writerDeps(identity)
+  const writer = new Writer(db.db, deps)
+  const prefetch = new IdentityPrefetch(db.db, deps)
   const backfill = new Backfill({
     ...BACKFILL_DEFAULTS,
     db: db.db,
@@ -183,6 +220,7 @@ async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'st
     verify: VERIFY,
     concurrency: CONCURRENCY,
     perHost: CONCURRENCY,
+    prefetch,
   })
   await backfill.repos.enqueue(dids)
   const t = performance.now()
@@ -194,6 +232,7 @@ async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'st
     )
   }, 10_000)
   const stats = await backfill.run({ drain: true })
+  prefetch.stop()
   clearInterval(timer)
   const seconds = (performance.now() - t) / 1000
   await db.close()
@@ -208,25 +247,46 @@ async function ours(dids: string[]): Promise<Omit<Run, 'nodeCpu' | 'pgCpu' | 'st
   }
 }
 
+/**
+ * The machine's floor for these repos: fetching them alone (this process and the server) and
+ * storing the rows ours ended with alone (Postgres), CPU per record; two cores over their sum
+ * bound the records/s of any backfill of these repos here.
+ */
+async function printFloor(o: Run): Promise<void> {
+  const fetched = await fetchFloor(httpUrl, compared, CONCURRENCY, replay.proc.pid!)
+  const stored = await postgresFloor(o.schema, INDEXED_TABLES, () => cpuByName('postgres'))
+  const us = (s: number) => (s / Math.max(1, o.records)) * 1e6
+  const [client, server, pg] = [us(fetched.clientCpu), us(fetched.serverCpu), us(stored.pgCpu)]
+  const bound = 2e6 / (client + server + pg)
+  console.log(
+    `floor: fetching the ${fetched.repos} repos alone ${(o.records / fetched.seconds).toFixed(0)} ` +
+      `rec/s (cpu us/record client ${client.toFixed(0)}, server ${server.toFixed(0)}); storing ` +
+      `the ${stored.rows} rows alone postgres ${pg.toFixed(0)} us/record; two cores over their ` +
+      `sum: ${bound.toFixed(0)} rec/s, openplane at ${((100 * o.records) / o.seconds / bound).toFixed(0)}% of it`,
+  )
+}
+
 const schemas: string[] = []
 const perRecord = (seconds: number, r: Run) => ((seconds / Math.max(1, r.records)) * 1e6).toFixed(0)
 const row = (r: Run) =>
   `| ${r.name} | ${r.repos} | ${r.records} | ${r.seconds.toFixed(1)} | ` +
   `${(r.repos / r.seconds).toFixed(0)} | ${(r.records / r.seconds).toFixed(0)} | ` +
-  `${perRecord(r.nodeCpu, r)} | ${perRecord(r.pgCpu, r)} | ` +
+  `${perRecord(r.nodeCpu, r)} | ${perRecord(r.pgCpu, r)} | ${perRecord(r.serverCpu, r)} | ` +
   `${(r.statements / Math.max(1, r.records)).toFixed(2)} |`
 let summaryLine: string | undefined
 try {
   const runs: Run[] = []
+  log(`building the ${compared.length} compared repos' CARs…`)
+  await warm(compared)
   log(`${compared.length} repos on each side, ${CONCURRENCY} in flight…`)
   if (SIDES.has('stock')) runs.push(await timed(() => stock(compared)))
   if (SIDES.has('openplane')) runs.push(await timed(() => ours(compared)))
   console.log('')
   console.log(
     '| side | repos | records | seconds | repos/s | records/s | node CPU us/record | ' +
-      'postgres CPU us/record | statements/record |',
+      'postgres CPU us/record | server CPU us/record | statements/record |',
   )
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const r of runs) console.log(row(r))
   const [s, o] = runs
   if (s && o && runs.length === 2) {
@@ -239,6 +299,9 @@ try {
       `${(o.records / o.seconds / (s.records / s.seconds)).toFixed(1)}x; ` +
       `cpu us/record openplane ${perRecord(o.nodeCpu, o)}, postgres ${perRecord(o.pgCpu, o)}`
   }
+  const openplane = runs.find((r) => r.name.startsWith('openplane'))
+  if (openplane) console.log(`\n${await stageProfile()}`)
+  if (openplane && process.env.BENCH_FLOOR !== '0') await printFloor(openplane)
   if (SIDES.has('openplane') && process.env.BENCH_WHOLE !== '0') {
     log(`openplane: every repo (${all.length})…`)
     const whole = await timed(() => ours(all))

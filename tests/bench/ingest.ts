@@ -34,6 +34,7 @@ import { cpuByName } from './proc.ts'
 import { countStatements } from './statements.ts'
 import { startPacingRelay } from './pacing-relay.ts'
 import { postgresFloor } from './pg-floor.ts'
+import { stageProfile } from './stages.ts'
 import { classifyStockRaces } from './stock-races.ts'
 
 type Runner = { trackEvent: (...args: unknown[]) => Promise<void> }
@@ -273,57 +274,4 @@ function cpuPerEvent(r: SideResult): string {
 async function decodeCpu(): Promise<number> {
   const m = await registry.getSingleMetric('openplane_decode_cpu_seconds_total')?.get()
   return (m?.values ?? []).reduce((a, v) => a + v.value, 0)
-}
-
-/** Where our time went: the indexer's per-phase histograms, summed over the run. */
-async function stageProfile(): Promise<string> {
-  const metrics = await registry.getMetricsAsJSON()
-  const lines: string[] = ['openplane stages (seconds, summed over batches):']
-  for (const m of metrics) {
-    if (m.name === 'openplane_identity_prefetch_total') {
-      const values = m.values as { labels: Record<string, string>; value: number }[]
-      lines.push(
-        `  identity prefetch: ${values.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`,
-      )
-    }
-    if (m.name === 'openplane_indexer_stage_seconds_total') {
-      for (const v of m.values as { labels: Record<string, string>; value: number }[]) {
-        lines.push(`  ${v.labels.stage}: ${v.value.toFixed(1)}`)
-      }
-    }
-    if (m.name === 'openplane_indexer_statements_total') {
-      const values = m.values as { labels: Record<string, string>; value: number }[]
-      lines.push(
-        `  writer statements: ${values.map((v) => `${v.labels.purpose} ${v.value}`).join(', ')}`,
-      )
-    }
-    if (m.name === 'openplane_indexer_planned_ahead_total') {
-      const values = m.values as { labels: Record<string, string>; value: number }[]
-      lines.push(
-        `  planned ahead: ${values.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`,
-      )
-    }
-    if (m.name === 'openplane_indexer_plan_passes') {
-      const values = m.values as { metricName?: string; value: number }[]
-      const sum = values.find((v) => v.metricName?.endsWith('_sum'))?.value ?? 0
-      const count = values.find((v) => v.metricName?.endsWith('_count'))?.value ?? 0
-      if (count) lines.push(`  plan passes per range: ${(sum / count).toFixed(2)}`)
-    }
-    if (m.name === 'openplane_indexer_plan_steps_total') {
-      const values = m.values as { labels: Record<string, string>; value: number }[]
-      const of = (count: string) => values.find((v) => v.labels.count === count)?.value ?? 0
-      if (of('steps')) {
-        lines.push(`  step runs per planned step: ${(of('runs') / of('steps')).toFixed(2)}`)
-      }
-    }
-    if (m.name !== 'openplane_indexer_batch_seconds') continue
-    for (const v of m.values as {
-      metricName?: string
-      labels: Record<string, string>
-      value: number
-    }[]) {
-      if (v.metricName?.endsWith('_sum')) lines.push(`  ${v.labels.phase}: ${v.value.toFixed(1)}`)
-    }
-  }
-  return lines.join('\n')
 }

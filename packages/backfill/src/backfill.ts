@@ -19,7 +19,7 @@
 import { getPds, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import type { IngestEvent, Scope, Writer } from '@openplane/ingest'
+import type { IdentityPrefetch, IngestEvent, Scope, Writer } from '@openplane/ingest'
 import { signingKeyOf } from '@openplane/signatures'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError } from './car.ts'
@@ -91,6 +91,12 @@ export interface BackfillOptions {
   opsPerWrite: number
   /** The accounts indexed, in a community deployment: others are neither fetched nor kept. */
   scope?: Scope
+  /**
+   * Identity lookups ahead of the writer: each repo's actor is looked up while its CAR is
+   * fetched, so the writer's handle check for it finds the caches warm instead of waiting on
+   * the network inside the transaction's turn.
+   */
+  prefetch?: Pick<IdentityPrefetch, 'see'>
   /** When a failed repo is fetched again. */
   retry: RetryPolicy
   /**
@@ -487,6 +493,7 @@ export class Backfill {
     indexed: Promise<Map<string, string> | undefined> | undefined,
   ): Promise<'done' | 'waiting'> {
     const { pds, signingKey } = await this.resolve(did)
+    this.opts.prefetch?.see(did, new Date().toISOString())
     const host = new URL(pds).host
     const release = await this.hosts.acquire(host)
     let car

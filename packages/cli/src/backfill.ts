@@ -18,7 +18,7 @@ import {
 import { Community } from '@openplane/community'
 import type { Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, Writer, writerDeps } from '@openplane/ingest'
 import { logger } from '@openplane/telemetry'
 import { retryPolicy, type Config } from './config.ts'
 import { openDatabase } from './database.ts'
@@ -132,7 +132,9 @@ async function run(
     allowPrivateNetwork: config.allowPrivateNetwork,
     testHandles: config.testHandles,
   })
-  const writer = new Writer(db.db, writerDeps(identity), { scope: community })
+  const deps = writerDeps(identity)
+  const writer = new Writer(db.db, deps, { scope: community })
+  const prefetch = new IdentityPrefetch(db.db, deps)
   // Live events a crashed server left held come before any CAR written here.
   await writer.recoverHeld()
   // Members' lists and follows, as they are written, bring more accounts to fetch.
@@ -149,6 +151,7 @@ async function run(
     retry: retryPolicy(config),
     retryFailed,
     scope: community,
+    prefetch,
   })
   const stop = () => {
     logger.info('stopping: repos in flight are finished first')
@@ -164,6 +167,7 @@ async function run(
   try {
     return await backfill.run({ drain: true })
   } finally {
+    prefetch.stop()
     progress.stop()
     process.off('SIGINT', stop)
     process.off('SIGTERM', stop)

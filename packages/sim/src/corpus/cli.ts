@@ -17,7 +17,7 @@ export const CORPUS_USAGE = `  record-firehose <params.json> --out <file> [--eve
       sign and frame every event once and write the frames to <file> as they go on the wire;
       the flags override the file's fields; --signers: signing threads (default 2)
   serve-firehose <file> [--port <n>] [--host <h>] [--rate <events/s>] [--head-start <n>]
-                 [--serve-repos]
+                 [--serve-repos [--keep-cars]]
       serve the recorded frames as com.atproto.sync.subscribeRepos (with cursors, to any number
       of consumers), plus the users' PLC documents, handles and repo status on the same port;
       without --rate each consumer reads as fast as it can; with it the head advances in real
@@ -25,7 +25,8 @@ export const CORPUS_USAGE = `  record-firehose <params.json> --out <file> [--eve
       head, as on a relay (pass cursor 0 to read from the start); GET /_replay shows the head,
       POST /_replay/drop cuts every consumer's connection (a relay fault; they reconnect);
       --serve-repos: also each user's whole repo (listRepos, getRepo) as of the corpus's end,
-      once read from the corpus (/_replay says when); the same stream is also served as
+      once read from the corpus (/_replay says when); --keep-cars: each repo's CAR is built
+      and signed once, then served from memory; the same stream is also served as
       Jetstream does at /subscribe (cursor in time_us, wantedCollections, compress=true)
   drain-firehose <ws-url> [--cursor <n>] [--max <n>] [--seconds <n>]
       read a firehose as fast as possible and print messages/s (measures the server)`
@@ -47,6 +48,7 @@ export async function corpusCommand(cmd: string, argv: string[]): Promise<number
       rate: { type: 'string' },
       'head-start': { type: 'string' },
       'serve-repos': { type: 'boolean' },
+      'keep-cars': { type: 'boolean' },
       cursor: { type: 'string' },
       max: { type: 'string' },
       seconds: { type: 'string' },
@@ -116,8 +118,10 @@ export async function corpusCommand(cmd: string, argv: string[]): Promise<number
     )
     if (values['serve-repos']) {
       const t0 = performance.now()
-      const repos = await CorpusRepos.load(corpus, (n) =>
-        console.error(`  repos: ${n} frames read`),
+      const repos = await CorpusRepos.load(
+        corpus,
+        (n) => console.error(`  repos: ${n} frames read`),
+        { keepCars: values['keep-cars'] === true },
       )
       server.serveRepos(repos)
       console.error(

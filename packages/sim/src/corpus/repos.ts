@@ -3,6 +3,9 @@
 // user's records as of the last commit. A repo's CAR is built on request with @atproto/repo (a
 // fresh tree of those records, committed at the user's last rev and signed with the user's key
 // from the corpus seed), so it verifies against the DID documents the replay server answers.
+// Building and signing one costs the server milliseconds; with `keepCars` each CAR is built once
+// and served from memory after, as a PDS serves its stored blocks, so a bench that warms the
+// server first measures the consumer, not the CAR builder sharing its cores.
 import { Secp256k1Keypair } from '@atproto/crypto'
 import {
   blocksToCarFile,
@@ -35,18 +38,22 @@ export class CorpusRepos {
   private readonly keys: SimKeys
   /** Highest user id of the corpus (DIDs are derived from ids). */
   private readonly maxId: number
+  /** Built CARs by DID, when kept. */
+  private readonly cars: Map<string, Uint8Array> | undefined
 
-  private constructor(seed: number, maxId: number) {
+  private constructor(seed: number, maxId: number, keepCars: boolean) {
     this.keys = new SimKeys({ seed })
     this.maxId = maxId
+    this.cars = keepCars ? new Map() : undefined
   }
 
   /** Reads the corpus once; `onProgress` every 50,000 frames. */
   static async load(
     corpus: CorpusReader,
     onProgress?: (frames: number) => void,
+    opts: { keepCars?: boolean } = {},
   ): Promise<CorpusRepos> {
-    const self = new CorpusRepos(corpus.header.seed, corpus.header.users)
+    const self = new CorpusRepos(corpus.header.seed, corpus.header.users, opts.keepCars ?? false)
     let n = 0
     for await (const { bytes } of corpus.messages()) {
       if (++n % 50_000 === 0) onProgress?.(n)
@@ -90,6 +97,14 @@ export class CorpusRepos {
 
   /** The user's whole repo as a CAR, or undefined for a DID without one. */
   async car(did: string): Promise<Uint8Array | undefined> {
+    const kept = this.cars?.get(did)
+    if (kept) return kept
+    const car = await this.build(did)
+    if (car) this.cars?.set(did, car)
+    return car
+  }
+
+  private async build(did: string): Promise<Uint8Array | undefined> {
     const id = idForDid(did, this.maxId)
     const user = id === undefined ? undefined : this.users.get(id)
     if (!user || id === undefined) return undefined
