@@ -4,7 +4,7 @@ import type { TestNetwork } from '@atproto/dev-env'
 import { Community, type CommunityOptions } from '@openplane/community'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, Indexer, Writer, writerDeps, type SourceGap } from '@openplane/ingest'
 import { indexedCollections } from '@openplane/plugins'
 import pg from 'pg'
 import { aggRows } from './counters.ts'
@@ -45,6 +45,10 @@ export async function startIndexerOn(
     jetstream?: { compress: boolean }
     /** Index only this community's accounts. */
     community?: CommunityOptions
+    /** The source left a gap (a cursor past its replay window). */
+    onGap?: (gap: SourceGap) => void
+    /** Jetstream: a first event this many seconds after the cursor is a gap (default 60). */
+    jetstreamGapSeconds?: number
   } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
@@ -76,6 +80,8 @@ export async function startIndexerOn(
     initialCursor: opts.initialCursor ?? 0,
     prefetch,
     headProbeMs: opts.headProbeMs ?? 0,
+    onGap: opts.onGap,
+    jetstreamGapSeconds: opts.jetstreamGapSeconds,
     jetstream: opts.jetstream && {
       compress: opts.jetstream.compress,
       wantedCollections: indexedCollections(),

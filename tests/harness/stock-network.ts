@@ -20,13 +20,19 @@ export interface StockNetwork {
   close(): Promise<void>
 }
 
-export async function startStockNetwork(): Promise<StockNetwork> {
+export async function startStockNetwork(
+  opts: {
+    /** The PDS's replay window: older cursors get OutdatedCursor (default: a day). */
+    pdsReplayWindowMs?: number
+  } = {},
+): Promise<StockNetwork> {
   process.env.LOG_ENABLED ??= 'false'
   process.env.REDIS_HOST ??= REDIS_HOST
   const name = uniqueName('op')
   const network = await TestNetwork.create({
     dbPostgresUrl: PG_URL,
     dbPostgresSchema: name,
+    ...(opts.pdsReplayWindowMs ? { pds: { repoBackfillLimitMs: opts.pdsReplayWindowMs } } : {}),
   })
   const stockUrl = network.bsky.ctx.cfg.dataplaneUrls[0]!
   const clientFor = (url: string, httpVersion: '1.1' | '2' = '2') =>

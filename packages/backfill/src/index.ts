@@ -8,3 +8,10 @@ export { RepoTable, type RepoCounts } from './repos.ts'
 export { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 export { readRepoCar, RepoCarError } from './car.ts'
 export { listRepos, listReposByCollection, parseDidList, readDidList } from './enumerate.ts'
+export {
+  GapRepair,
+  GAP_CLOCK_MARGIN_MS,
+  tidTime,
+  type GapRepairState,
+  type GapToRepair,
+} from './gap-repair.ts'

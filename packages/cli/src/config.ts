@@ -34,8 +34,16 @@ export interface Config {
   testHandles?: { pdsUrl: string; suffixes: string[] }
   indexer: boolean
   firehoseUrls: string[]
-  /** Jetstream instead of the firehose (trusted; JSON, optionally zstd-compressed). */
-  jetstream?: { url: string; compress: boolean }
+  /**
+   * Jetstream instead of the firehose (trusted; JSON, optionally zstd-compressed); `gapMs`: a
+   * first event this long after the cursor of a reconnect is a gap it left.
+   */
+  jetstream?: { url: string; compress: boolean; gapMs: number }
+  /**
+   * Where repos are listed (com.atproto.sync.listRepos) when a source left a gap (a cursor past
+   * its replay window); undefined: the firehose's own host, none for Jetstream.
+   */
+  gapListUrl?: string
   verifyCommits: boolean
   /** Threads decoding and checking firehose frames beside the writer's. */
   decodeWorkers: number
@@ -399,8 +407,13 @@ export function readConfig(env: Env = process.env): Config {
     timelines: timelines(env, graph),
     firehoseUrls,
     jetstream: jetstreamUrl
-      ? { url: jetstreamUrl, compress: bool(env, 'DATAPLANE_JETSTREAM_COMPRESS', true) }
+      ? {
+          url: jetstreamUrl,
+          compress: bool(env, 'DATAPLANE_JETSTREAM_COMPRESS', true),
+          gapMs: int(env, 'DATAPLANE_JETSTREAM_GAP_SECONDS', 60, 1, 86_400) * 1000,
+        }
       : undefined,
+    gapListUrl: url(env, 'DATAPLANE_GAP_LIST_URL', undefined, ['http:', 'https:']) || undefined,
     verifyCommits: bool(env, 'DATAPLANE_VERIFY_COMMITS', false),
     // One core stays with the writer's thread.
     decodeWorkers: int(

@@ -5,7 +5,7 @@
 // stop reads; taking the process out of rotation for those would turn a delay into an outage.
 import { sql } from 'kysely'
 import type { Db } from '@openplane/db'
-import type { RepoTable } from '@openplane/backfill'
+import type { GapRepair, RepoTable } from '@openplane/backfill'
 import type { BsyncConsumer } from '@openplane/bsync'
 import type { GraphFollower, HomeTimelines } from '@openplane/fanout'
 import type { Indexer } from '@openplane/ingest'
@@ -24,6 +24,8 @@ export interface HealthParts {
   labels?: LabelConsumer
   /** The indexer's repo state: repos out of sync (their fetch failing) are reported. */
   repos?: RepoTable
+  /** Repairs of gaps the sources left (repos listed and fetched again). */
+  gapRepair?: GapRepair
 }
 
 /** How long the out-of-sync count is reused between probes (it counts rows). */
@@ -79,5 +81,6 @@ export async function healthReport(parts: HealthParts): Promise<HealthReport> {
     },
     ...(parts.community ? { community: { accounts: parts.community.size() } } : {}),
     ...(repos ? { outOfSync: repos } : {}),
+    ...(parts.gapRepair ? { gapRepair: parts.gapRepair.state() } : {}),
   }
 }

@@ -14,11 +14,11 @@ import {
 } from '@openplane/fanout'
 import { Graph } from '@openplane/graph'
 import { createIdentity } from '@openplane/identity'
-import { Backfill, BACKFILL_DEFAULTS, RepoTable } from '@openplane/backfill'
+import { Backfill, BACKFILL_DEFAULTS, GapRepair, RepoTable } from '@openplane/backfill'
 import { BsyncConsumer } from '@openplane/bsync'
 import { LabelConsumer } from '@openplane/labels'
 import { Community } from '@openplane/community'
-import { IdentityPrefetch, Indexer, Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, Indexer, Writer, writerDeps, type SourceGap } from '@openplane/ingest'
 import { indexedCollections } from '@openplane/plugins'
 import { followedItems, ownItems, startServer } from '@openplane/server'
 import { childLogger } from '@openplane/telemetry'
@@ -65,6 +65,7 @@ export async function start(config: Config): Promise<Running> {
   let lock: WriterLock | undefined
   let backfill: Backfill | undefined
   let backfilling: Promise<unknown> | undefined
+  let gapRepair: GapRepair | undefined
   let community: Community | undefined
   let bsync: BsyncConsumer | undefined
   let labels: LabelConsumer | undefined
@@ -107,9 +108,11 @@ export async function start(config: Config): Promise<Running> {
         retry: retryPolicy(config),
         maxHoldMs: config.backfill.maxHoldMs,
         scope: community,
+        prefetch,
       })
       backfill.followResyncs()
       backfilling = backfill.run({ drain: false })
+      gapRepair = new GapRepair({ db: db.db, repos: backfill.repos, scope: community })
     }
     const sources = config.jetstream
       ? [{ source: config.jetstream.url, jetstream: jetstreamOptions(config.jetstream) }]
@@ -129,6 +132,9 @@ export async function start(config: Config): Promise<Running> {
         initialCursor: config.initialCursor,
         prefetch,
         headProbeMs: config.headProbeMs,
+        jetstreamGapSeconds: config.jetstream && config.jetstream.gapMs / 1000,
+        onGap: (gap) =>
+          repairGap(gap, config.gapListUrl ?? (jetstream ? undefined : httpOf(source))),
       })
       await indexer.start()
       indexers.push(indexer)
@@ -182,6 +188,7 @@ export async function start(config: Config): Promise<Running> {
         bsync,
         labels,
         repos: config.indexer ? new RepoTable(db.db) : undefined,
+        gapRepair,
       }),
     control: {
       // Lets tests and operators wait until a firehose seq (fan-out included) and bsync
@@ -206,6 +213,24 @@ export async function start(config: Config): Promise<Running> {
       },
     },
   })
+  /** A source left a gap: the repos changed in it are listed and fetched again. */
+  function repairGap(gap: SourceGap, host: string | undefined): void {
+    if (!gapRepair) {
+      log.error(
+        { source: gap.source },
+        'a source left a gap, and DATAPLANE_BACKFILL_CONCURRENCY=0: the repos it changed are not refetched',
+      )
+      return
+    }
+    if (!host) {
+      log.error(
+        { source: gap.source },
+        'Jetstream left a gap: set DATAPLANE_GAP_LIST_URL (a relay) to refetch the repos it changed',
+      )
+      return
+    }
+    void gapRepair.repair({ host, after: gap.after })
+  }
   return {
     url: server.url,
     async stop() {
@@ -376,4 +401,11 @@ async function openStore(config: Config): Promise<TimelineStore | undefined> {
       log.warn({ err: err.message }, 'redis connection error')
     },
   })
+}
+
+/** The https (or http) origin of a ws(s) source: where its host answers xrpc queries. */
+function httpOf(source: string): string {
+  const u = new URL(source)
+  u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:'
+  return u.origin
 }

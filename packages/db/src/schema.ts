@@ -559,6 +559,8 @@ export interface OpenplaneCursor {
   source: string
   seq: Int8
   updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
+  /** Stream time of the last event the cursor moved past (null: none recorded yet). */
+  eventTime: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>
 }
 
 /** The cursor of a stream other than a repo firehose (bsync's scans; `bsync:op` etc.). */

@@ -18,6 +18,11 @@ export type FrameResult =
   | { kind: 'event'; event: IngestEvent; dropped?: number }
   /** Understood but nothing to index (e.g. #info); still moves the cursor when it has a seq. */
   | { kind: 'skip'; seq?: number; reason: string }
+  /**
+   * The source no longer has the events after our cursor (#info OutdatedCursor: older than its
+   * replay window) and goes on from the oldest it has: the events between are lost to us.
+   */
+  | { kind: 'outdated'; message: string }
   | { kind: 'malformed'; seq?: number; reason: string }
   | { kind: 'error'; error: string; message?: string }
 
@@ -72,7 +77,12 @@ export async function decodeFrameReference(
   }
   const seq = isSeq(body.seq) ? body.seq : undefined
   const malformed = (reason: string): FrameResult => ({ kind: 'malformed', seq, reason })
-  if (header.t === '#info') return { kind: 'skip', reason: `info: ${String(body.name)}` }
+  if (header.t === '#info') {
+    if (body.name === 'OutdatedCursor') {
+      return { kind: 'outdated', message: typeof body.message === 'string' ? body.message : '' }
+    }
+    return { kind: 'skip', reason: `info: ${String(body.name)}` }
+  }
   if (seq === undefined) return malformed(`${header.t} without a valid seq`)
   const did = header.t === '#commit' ? body.repo : body.did
   if (!isDid(did)) return malformed(`${header.t} with a bad did`)

@@ -1,7 +1,7 @@
 export type { CommitOp, IngestEvent } from './events.ts'
 export { decodeFrame, decodeFrameReference, type FrameResult } from './frames.ts'
 export { decodeChecked } from './decoder.ts'
-export { Indexer, type IndexerOptions, type IndexerState } from './indexer.ts'
+export { Indexer, type IndexerOptions, type IndexerState, type SourceGap } from './indexer.ts'
 export {
   BACKFILL_SOURCE,
   Writer,

@@ -30,6 +30,11 @@ const droppedOps = counter(
   'Commit ops whose record block was missing or unreadable',
 )
 const appliedSeq = gauge('openplane_firehose_seq', 'Last applied firehose seq', ['source'])
+const gapsTotal = counter(
+  'openplane_source_gaps_total',
+  'Times a source went on past events we had not read (a cursor past its replay window)',
+  ['source', 'reason'],
+)
 const lagEvents = gauge(
   'openplane_firehose_lag_events',
   "Events between the source's live head (last probe) and the last applied event",
@@ -65,6 +70,25 @@ export interface IndexerOptions {
    * inclusively (an event applied twice changes nothing).
    */
   jetstream?: { compress: boolean; wantedCollections: string[] }
+  /**
+   * Jetstream says nothing when a cursor is older than what it keeps: it starts at the oldest
+   * event it has. A first event after a reconnect this many seconds past the cursor is taken
+   * for such a gap (default 60; the public Jetstream carries hundreds of events a second).
+   */
+  jetstreamGapSeconds?: number
+  /** The source lost events for us: the repos they changed are to be fetched again. */
+  onGap?: (gap: SourceGap) => void
+}
+
+export interface SourceGap {
+  source: string
+  /** `OutdatedCursor` (the firehose said so) or `jetstream-resumed-later`. */
+  reason: string
+  message: string
+  /** Stream time of the last event taken before the gap; undefined: none is known. */
+  after: string | undefined
+  /** When it was found (ISO). */
+  at: string
 }
 
 export interface IndexerState {
@@ -83,6 +107,9 @@ export interface IndexerState {
   streamLagSeconds: number | undefined
   /** The last failure of the connection or of a write, and when (ISO). */
   lastError: { message: string; at: string } | undefined
+  /** Gaps the source left since start, and the last of them. */
+  gaps: number
+  lastGap: SourceGap | undefined
 }
 
 export class Indexer {
@@ -93,6 +120,12 @@ export class Indexer {
   private pending: IngestEvent[] = []
   /** Seq of the last frame taken off the wire; the reconnect cursor. */
   private readSeq: number | undefined
+  /** Stream time of the last event taken off the wire (or stored with the cursor). */
+  private takenTime: string | undefined
+  /** Jetstream: the cursor of the connection whose first event is not taken yet. */
+  private askedFrom: number | undefined
+  private gaps = 0
+  private lastGap: SourceGap | undefined
   private committedSeq: number | undefined
   private eventTime: string | undefined
   private connected = false
@@ -112,7 +145,10 @@ export class Indexer {
     const jetstream = opts.jetstream
     this.firehose = new StreamSource({
       endpoint: (cursor) => {
-        if (jetstream) return subscribeUrl(opts.source, { ...jetstream, cursor })
+        if (jetstream) {
+          this.askedFrom = cursor
+          return subscribeUrl(opts.source, { ...jetstream, cursor })
+        }
         const url = new URL('/xrpc/com.atproto.sync.subscribeRepos', opts.source)
         if (cursor !== undefined) url.searchParams.set('cursor', String(cursor))
         return url
@@ -146,10 +182,11 @@ export class Indexer {
   async start(): Promise<void> {
     const row = await this.opts.db
       .selectFrom('openplane_cursor')
-      .select('seq')
+      .select(['seq', 'eventTime'])
       .where('source', '=', this.opts.source)
       .executeTakeFirst()
     this.committedSeq = row ? Number(row.seq) : undefined
+    this.takenTime = row?.eventTime?.toISOString()
     this.readSeq = this.committedSeq ?? this.opts.initialCursor
     log.info({ source: this.opts.source, cursor: this.readSeq ?? 'live' }, 'indexer starting')
     this.firehose.start()
@@ -184,7 +221,27 @@ export class Indexer {
           ? lag(Date.parse(head.time), Date.parse(this.eventTime)) / 1000
           : undefined,
       lastError: this.lastError,
+      gaps: this.gaps,
+      lastGap: this.lastGap,
     }
+  }
+
+  private gap(reason: string, message: string): void {
+    const gap: SourceGap = {
+      source: this.opts.source,
+      reason,
+      message,
+      after: this.takenTime,
+      at: new Date().toISOString(),
+    }
+    this.gaps++
+    this.lastGap = gap
+    gapsTotal.inc({ source: this.opts.source, reason })
+    log.warn(
+      gap,
+      'the source went on past events not read: repos changed meanwhile to be refetched',
+    )
+    this.opts.onGap?.(gap)
   }
 
   private failed(message: string): void {
@@ -213,6 +270,18 @@ export class Indexer {
   }
 
   private take(res: FrameResult): void {
+    if (res.kind === 'outdated') {
+      frames.inc({ outcome: 'outdated' })
+      this.gap('OutdatedCursor', res.message)
+      return
+    }
+    if (res.kind === 'event' && this.askedFrom !== undefined) {
+      const late = (res.event.seq - this.askedFrom) / 1e6
+      this.askedFrom = undefined
+      if (late > (this.opts.jetstreamGapSeconds ?? 60)) {
+        this.gap('jetstream-resumed-later', `first event ${late.toFixed(0)} s after the cursor`)
+      }
+    }
     if (res.kind === 'event') {
       frames.inc({ outcome: 'event' })
       if (res.dropped) {
@@ -223,6 +292,7 @@ export class Indexer {
         )
       }
       this.readSeq = res.event.seq
+      if (res.event.did) this.takenTime = res.event.time
       this.opts.prefetch?.see(res.event.did, res.event.time)
       this.pending.push(res.event)
     } else if (res.kind === 'error') {

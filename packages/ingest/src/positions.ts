@@ -9,14 +9,29 @@ import { storeHeld } from './held-store.ts'
 
 export type Position = (tx: Kysely<DatabaseSchema>) => Promise<string>
 
-/** A live source's position: its cursor, upserted, and the events held that it moves past. */
-export function cursorPosition(source: string, cursor: number, held: IngestEvent[]): Position {
+/**
+ * A live source's position: its cursor, upserted, with the stream time of the last event it
+ * moves past (kept when the batch had none), and the events held that it moves past.
+ */
+export function cursorPosition(
+  source: string,
+  cursor: number,
+  held: IngestEvent[],
+  eventTime?: string,
+): Position {
   return async (tx) => {
     await storeHeld(tx, source, held)
+    const time = eventTime && !Number.isNaN(Date.parse(eventTime)) ? eventTime : null
     const row = await tx
       .insertInto('openplane_cursor')
-      .values({ source, seq: cursor })
-      .onConflict((oc) => oc.column('source').doUpdateSet({ seq: cursor, updatedAt: sql`now()` }))
+      .values({ source, seq: cursor, eventTime: time })
+      .onConflict((oc) =>
+        oc.column('source').doUpdateSet({
+          seq: cursor,
+          updatedAt: sql`now()`,
+          eventTime: sql`coalesce(${time}::timestamptz, openplane_cursor."eventTime")`,
+        }),
+      )
       .returning(sql<string>`txid_current()::text`.as('xid'))
       .executeTakeFirstOrThrow()
     return row.xid

@@ -173,7 +173,10 @@ export class Writer {
       // Set aside, they are kept with the cursor that moves past them.
       const held = this.gate.heldIn(inScope)
       const cursor = events[events.length - 1]?.seq ?? 0
-      return this.write(source, events, cursor, cursorPosition(source, cursor, held), opts.next)
+      // The stream time the cursor moves to: the last event with a repo (skips carry ours).
+      const time = batch.findLast((e) => e.did !== '')?.time
+      const position = cursorPosition(source, cursor, held, time)
+      return this.write(source, events, cursor, position, opts.next)
     })
   }
 

@@ -8,6 +8,7 @@ import * as repoBackfill from './0004-repo-backfill.ts'
 import * as repoQueue from './0005-repo-queue.ts'
 import * as streamCursor from './0006-stream-cursor.ts'
 import * as repoResync from './0007-repo-resync.ts'
+import * as cursorEventTime from './0008-cursor-event-time.ts'
 
 /** Creates the stock's schema; recorded without running when adopting a stock database. */
 export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
@@ -23,6 +24,7 @@ export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvi
     '0005-repo-queue': repoQueue,
     '0006-stream-cursor': streamCursor,
     '0007-repo-resync': repoResync,
+    '0008-cursor-event-time': cursorEventTime,
   }
   return { getMigrations: async () => migrations }
 }

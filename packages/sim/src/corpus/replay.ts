@@ -31,6 +31,12 @@ export interface ReplayOptions {
   headStart?: number
   /** Whole repos to serve by listRepos and getRepo (CorpusRepos.load). */
   repos?: CorpusRepos
+  /**
+   * Frames behind the head kept for replay (undefined: all). An older firehose cursor gets
+   * #info OutdatedCursor and the stream from the oldest frame kept, as a relay answers a cursor
+   * past its window; an older Jetstream cursor gets that stream without a word, as Jetstream does.
+   */
+  window?: number
 }
 
 export interface ReplayStatus {
@@ -74,9 +80,12 @@ export class ReplayServer {
   private closed = false
   private repos: CorpusRepos | undefined
   private readonly jetstream: JetstreamView
+  /** Frames behind the head kept for replay (undefined: all); may be changed while serving. */
+  window: number | undefined
 
   private constructor(opts: ReplayOptions) {
     this.opts = opts
+    this.window = opts.window
     this.corpus = opts.corpus
     this.repos = opts.repos
     this.jetstream = new JetstreamView(opts.corpus)
@@ -282,11 +291,12 @@ export class ReplayServer {
       return
     }
     const head = this.head()
+    const oldest = this.window === undefined ? 0 : Math.max(0, head - this.window)
     if (consumer.jetstream) {
       // Jetstream resumes at the first event at or after the cursor; one in the future (or
       // none) starts at the live tip.
       const from = cursor === undefined ? head : this.jetstream.indexFrom(cursor)
-      consumer.next = Math.min(from, head)
+      consumer.next = Math.max(oldest, Math.min(from, head))
       void this.pump(consumer)
       return
     }
@@ -298,6 +308,10 @@ export class ReplayServer {
     // Without a cursor, the live head, as a relay does: at full speed the whole corpus is out
     // already, so such a consumer (a head probe) waits for nothing; readers pass cursor 0.
     consumer.next = cursor !== undefined ? this.corpus.after(cursor) : head
+    if (consumer.next < oldest) {
+      consumer.info('OutdatedCursor', `cursor ${cursor} is older than the window kept`)
+      consumer.next = oldest
+    }
     void this.pump(consumer)
   }
 
@@ -391,6 +405,14 @@ class Consumer {
       this.socket.on('drain', done)
       this.socket.on('close', done)
     })
+  }
+
+  /** An info frame ({op: 1, t: '#info'} header, {name, message} body); the stream goes on. */
+  info(name: string, message: string): void {
+    const w = new CborWriter()
+    w.map(2).text('op').uint(1).text('t').text('#info')
+    w.map(2).text('name').text(name).text('message').text(message)
+    this.socket.write(wsBinaryFrame(w.finish()))
   }
 
   /** An error frame ({op: -1} header, {error, message} body), then a normal close. */
