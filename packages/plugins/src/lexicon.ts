@@ -1,48 +1,62 @@
 // Lexicon validation of firehose records against the app.bsky (and related) schemas that
-// @atproto/api ships. Records arrive in the lex data model; the validator wants its own.
-import { lexicons } from '@atproto/api'
-import { jsonToLex } from '@atproto/lexicon'
-import { lexToJson } from '@atproto/lex-json'
-
-type LexValue = Parameters<typeof lexToJson>[0]
+// @atproto/api ships, with the validators the stock indexer uses: @atproto/lex-schema's, built
+// here from the lexicon documents (@atproto/lex-document) once, when this module loads (about
+// 20 ms). The stock checks each record with the same engine (`schema.check`), so its string
+// formats (datetimes with a zone, CIDs, languages, …) judge a record exactly as the stock's do;
+// records arrive in the same data model it checks (@atproto/lex-data: CIDs and bytes as such).
+import { schemas } from '@atproto/api'
+import { LexiconIterableIndexer, LexiconSchemaBuilder } from '@atproto/lex-document'
 
 export class InvalidRecordError extends Error {}
 
+interface RecordValidator {
+  check(value: unknown): void
+}
+
+/**
+ * @atproto/api's documents name refs as `lex:<nsid>#<def>` (or `lex:<nsid>` for `main`); the
+ * builder takes `<nsid>#<def>`.
+ */
+function ref(value: string): string {
+  const bare = value.replace(/^lex:/, '')
+  return bare.includes('#') ? bare : `${bare}#main`
+}
+
+function normalized(value: unknown, key = ''): unknown {
+  if (typeof value === 'string') return key === 'ref' ? ref(value) : value.replace(/^lex:/, '')
+  if (Array.isArray(value)) {
+    return value.map((v) => (key === 'refs' && typeof v === 'string' ? ref(v) : normalized(v)))
+  }
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalized(v, k)]))
+  }
+  return value
+}
+
+async function recordValidators(): Promise<Map<string, RecordValidator>> {
+  const docs = (schemas as unknown[]).map((d) => normalized(d)) as {
+    id: string
+    defs: { main?: { type?: string } }
+  }[]
+  const indexer = new LexiconIterableIndexer(docs as never)
+  const built = new Map<string, RecordValidator>()
+  for (const doc of docs) {
+    if (doc.defs.main?.type !== 'record') continue
+    built.set(doc.id, (await LexiconSchemaBuilder.build(indexer, `${doc.id}#main`)) as never)
+  }
+  return built
+}
+
+const validators = await recordValidators()
+
 /** Throws InvalidRecordError unless `record` is a valid `nsid` record. Returns it typed. */
 export function assertRecord<T>(nsid: string, record: unknown): T {
-  // The JSON round trip below would turn a CBOR map shaped like JSON's encoding of a link or of
-  // bytes into a real one; in the data model it is just a map, and the stock refuses it where a
-  // link or bytes belong (a blob whose ref is `{ $link }`).
-  const mimic = jsonShapedValue(record)
-  if (mimic)
-    throw new InvalidRecordError(`invalid ${nsid} record: ${mimic} is a map, not a link or bytes`)
+  const validator = validators.get(nsid)
+  if (!validator) throw new InvalidRecordError(`no lexicon for ${nsid} records`)
   try {
-    const value = jsonToLex(lexToJson(record as LexValue) as never)
-    lexicons.assertValidRecord(nsid, value)
+    validator.check(record)
   } catch (err) {
     throw new InvalidRecordError(`invalid ${nsid} record: ${(err as Error).message}`)
   }
   return record as T
-}
-
-/** The path of a map with a lone `$link` or `$bytes` key, if the value holds one. */
-function jsonShapedValue(value: unknown, path = 'Record'): string | undefined {
-  if (!value || typeof value !== 'object' || value instanceof Uint8Array) return undefined
-  if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) {
-      const found = jsonShapedValue(v, `${path}/${i}`)
-      if (found) return found
-    }
-    return undefined
-  }
-  // A CID decoded from CBOR is a class instance, never a plain map.
-  const proto = Object.getPrototypeOf(value) as unknown
-  if (proto !== Object.prototype && proto !== null) return undefined
-  const keys = Object.keys(value)
-  if (keys.length === 1 && (keys[0] === '$link' || keys[0] === '$bytes')) return path
-  for (const [k, v] of Object.entries(value)) {
-    const found = jsonShapedValue(v, `${path}/${k}`)
-    if (found) return found
-  }
-  return undefined
 }
