@@ -5,3 +5,4 @@ export {
   type IdentityOptions,
   type ResolvedIdentity,
 } from './identity.ts'
+export { lookupFailure } from './failures.ts'

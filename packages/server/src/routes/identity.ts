@@ -1,28 +1,41 @@
 import { Timestamp } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
-import type { DidDocument } from '@openplane/identity'
+import { lookupFailure, type DidDocument } from '@openplane/identity'
 import type { RouteContext, Routes } from './context.ts'
 import { isDid } from './util/at-uri.ts'
 
 export default (ctx: RouteContext): Routes => ({
   async getIdentityByDid(req) {
     if (!isDid(req.did)) throw new ConnectError('did is not a DID', Code.InvalidArgument)
-    const id = await ctx.identity.resolveDid(req.did)
+    const id = await lookup(() => ctx.identity.resolveDid(req.did))
     if (!id) throw new ConnectError('identity not found', Code.NotFound)
     return identityResponse(id.did, id.handle, id.doc)
   },
 
   async getIdentityByHandle(req) {
     if (!req.handle) throw new ConnectError('handle is required', Code.InvalidArgument)
-    const did = await ctx.identity.resolveHandle(req.handle)
+    const did = await lookup(() => ctx.identity.resolveHandle(req.handle))
     if (!did) throw new ConnectError('identity not found', Code.NotFound)
-    const id = await ctx.identity.resolveDid(did)
+    const id = await lookup(() => ctx.identity.resolveDid(did))
     if (!id || id.handle !== req.handle.toLowerCase()) {
       throw new ConnectError('identity not found', Code.NotFound)
     }
     return identityResponse(id.did, id.handle, id.doc)
   },
 })
+
+/** A lookup whose failure is not_found (no such identity) or unavailable, never internal. */
+async function lookup<T>(resolve: () => Promise<T>): Promise<T> {
+  try {
+    return await resolve()
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err)
+    if (lookupFailure(err) === 'not_found') {
+      throw new ConnectError(`identity not found: ${message}`, Code.NotFound)
+    }
+    throw new ConnectError(`identity lookup failed: ${message}`, Code.Unavailable)
+  }
+}
 
 // Keys and services travel as JSON maps keyed by fragment id, in the Go casing the AppView reads.
 function identityResponse(did: string, handle: string, doc: DidDocument) {

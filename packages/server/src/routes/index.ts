@@ -46,6 +46,7 @@ import threads from './threads.ts'
 import verifications from './verifications.ts'
 import { timelineFrame } from './util/timeline-wire.ts'
 import { encodeMessage } from './util/message-wire.ts'
+import { subjectCheck } from './util/subjects.ts'
 
 export type {
   DirectRoute,
@@ -98,10 +99,21 @@ export function buildRoutes(ctx: RouteContext): Partial<ServiceImpl<typeof Servi
   for (const make of modules) {
     for (const [name, fn] of Object.entries(make(ctx))) {
       if (name in impl) throw new Error(`rpc ${name} is implemented by two route modules`)
-      Object.assign(impl, { [name]: fn })
+      Object.assign(impl, { [name]: checkingSubjects(name, fn as UnaryRoute) })
     }
   }
   return impl
+}
+
+/** The route, after its request's own identifiers are checked (util/subjects.ts). */
+function checkingSubjects(name: string, route: UnaryRoute): UnaryRoute {
+  const method = (Service.methods as Record<string, { I: unknown } | undefined>)[name]
+  const check = method && subjectCheck(method.I as MessageType<AnyMessage>)
+  if (!check) return route
+  return (req, context) => {
+    check(req as AnyMessage)
+    return route(req, context)
+  }
 }
 
 /**
