@@ -38,11 +38,9 @@ export function subjectCheck(
     for (const { name, rule } of checks) {
       const value = (req as Record<string, unknown>)[name]
       if (typeof value !== 'string' || value === '' || rule.valid(value)) continue
-      const shown = value.length > 100 ? `${value.slice(0, 100)}…` : value
-      throw new ConnectError(
-        `${name} is not ${rule.what}: ${JSON.stringify(shown)}`,
-        Code.InvalidArgument,
-      )
+      // The value is not echoed: it may hold anything (NUL, control characters), and the field
+      // is what the caller needs to find it.
+      throw new ConnectError(`${name} is not ${rule.what}`, Code.InvalidArgument)
     }
   }
 }
