@@ -13,10 +13,21 @@ import { CborWriter } from '../emit/cbor.ts'
 import { SimKeys } from '../emit/keys.ts'
 import { PlcDocuments } from '../emit/plc.ts'
 import { didFor, idForHandle } from '../ids.ts'
+import { decodeAll, encode } from '@atproto/lex-cbor'
 import { compressMessage } from '@openplane/jetstream'
 import { wsBinaryFrame, wsFrame, type CorpusReader } from './file.ts'
 import { JetstreamView, wantedBy } from './jetstream.ts'
 import type { CorpusRepos } from './repos.ts'
+
+/** The earliest TID: a `since` no commit follows. */
+const NO_SUCH_REV = '2222222222222'
+
+/** A firehose message whose commit names a `since` it does not follow (others as they are). */
+function breakChain(message: Buffer): Uint8Array {
+  const [header, body] = [...decodeAll(message)] as [{ t?: string }, Record<string, unknown>]
+  if (header.t !== '#commit' || body.since == null) return message
+  return Buffer.concat([encode(header as never), encode({ ...body, since: NO_SUCH_REV } as never)])
+}
 
 export interface ReplayOptions {
   corpus: CorpusReader
@@ -37,6 +48,13 @@ export interface ReplayOptions {
    * past its window; an older Jetstream cursor gets that stream without a word, as Jetstream does.
    */
   window?: number
+  /**
+   * A faulty upstream, as an operator may meet one: every commit after a repo's first names a
+   * `since` that is not the repo's previous rev (to a consumer checking chains, a broken chain,
+   * so it asks for the repo again), and getRepo answers 400 RepoNotFound for every repo (the
+   * refetch fails). The records are all there: a consumer that applies what it gets loses none.
+   */
+  brokenChains?: boolean
 }
 
 export interface ReplayStatus {
@@ -186,6 +204,10 @@ export class ReplayServer {
         rev: '3l3qo2vutsw2b',
       })
     }
+    if (path === '/xrpc/com.atproto.sync.getRepo' && this.opts.brokenChains) {
+      const did = url.searchParams.get('did') ?? ''
+      return send(400, { error: 'RepoNotFound', message: `Could not find repo for DID: ${did}` })
+    }
     if (path === '/xrpc/com.atproto.sync.listRepos' || path === '/xrpc/com.atproto.sync.getRepo') {
       void this.repoRequest(path, url, res, send)
       return
@@ -330,6 +352,10 @@ export class ReplayServer {
           await this.sendJetstream(c, c.jetstream, Math.min(head, c.next + JETSTREAM_FRAMES))
           continue
         }
+        if (this.opts.brokenChains) {
+          await this.sendBrokenChains(c, Math.min(head, c.next + CHUNK_FRAMES))
+          continue
+        }
         let end = Math.min(head, c.next + CHUNK_FRAMES)
         const start = this.corpus.offsetAt(c.next)
         while (end > c.next + 1 && this.corpus.offsetAt(end) - start > CHUNK_BYTES) {
@@ -344,6 +370,19 @@ export class ReplayServer {
     } catch (err) {
       if (!c.closed) c.socket.destroy(err as Error)
     }
+  }
+
+  /** Frames [c.next, end) with every chained commit's `since` broken, each re-encoded. */
+  private async sendBrokenChains(c: Consumer, end: number): Promise<void> {
+    const parts: Buffer[] = []
+    for await (const { bytes } of this.corpus.messages(c.next, end)) {
+      parts.push(wsBinaryFrame(breakChain(bytes)))
+    }
+    const out = Buffer.concat(parts)
+    c.sent += end - c.next
+    c.bytes += out.length
+    c.next = end
+    if (!c.socket.write(out)) await c.drained()
   }
 
   /** Frames [c.next, end) as Jetstream messages, filtered and framed as the consumer asked. */
