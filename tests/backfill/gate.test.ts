@@ -2,7 +2,8 @@
 // held, a live delete of a record the fetched CAR still has is written after the CAR's records,
 // so the record stays deleted; live events the CAR already covers are dropped, after the
 // backfill too; a retried live batch holds nothing twice. A repo that cannot be fetched gets its
-// held events written as live, in order; held events survive a restart; holding is bounded.
+// held events written as live, in order; held events survive a restart; holding is bounded. A
+// reply from another repo to a held repo's post waits with it, so it is judged with its parent.
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Db } from '@openplane/db'
@@ -137,6 +138,88 @@ describe('repo gate: a backfill and the live events of its repo', () => {
     expect(await posts(did)).toEqual([uriOf(did, 2)])
     expect(await stored(did)).toEqual([])
     expect(await restarted.recoverHeld()).toBe(0)
+  })
+
+  it("holds another repo's reply to a held repo's post until that repo is written", async () => {
+    const parent = 'did:plc:parentparentparentparentp'
+    const replier = 'did:plc:replierreplierreplierrepl'
+    const reply = (i: number): Commit['ops'][number] => ({
+      action: 'create',
+      collection: 'app.bsky.feed.post',
+      rkey: rkey(i),
+      cid: CID,
+      record: {
+        ...record(i),
+        reply: {
+          root: { uri: uriOf(parent, 1), cid: CID },
+          parent: { uri: uriOf(parent, 1), cid: CID },
+        },
+      },
+    })
+    writer.gate.hold(parent)
+    // The parent post (held with its repo), a reply to it from another repo, then that repo's
+    // next post: the reply and what follows it wait, in order.
+    await writer.applyBatch('live', [
+      commitOf(parent, 50, '3kb', [create(1)]),
+      commitOf(replier, 51, '3kb', [reply(1)]),
+      commitOf(replier, 52, '3kc', [create(2)]),
+    ])
+    expect(await posts(replier)).toEqual([])
+    expect(await stored(replier)).toEqual([51, 52])
+    // The parent's fetch fails: its events and then the waiting ones are written, in order.
+    await writer.applyRepos([{ did: parent, events: [], finish: {} }], async () => {})
+    expect(writer.gate.holding(replier)).toBe(false)
+    expect(await stored(replier)).toEqual([])
+    const judged = await sql<{ uri: string; invalidReplyRoot: boolean | null }>`
+      select uri, "invalidReplyRoot" from post where creator = ${replier} order by uri`.execute(
+      db.db,
+    )
+    // Judged with its parent there: not an invalid reply (the stock leaves the flag unset).
+    expect(judged.rows).toEqual([
+      { uri: uriOf(replier, 1), invalidReplyRoot: null },
+      { uri: uriOf(replier, 2), invalidReplyRoot: null },
+    ])
+    const notified = await sql<{ reason: string }>`
+      select reason from notification where "recordUri" = ${uriOf(replier, 1)}`.execute(db.db)
+    expect(notified.rows.map((r) => r.reason)).toContain('reply')
+    // Live again afterwards.
+    await writer.applyBatch('live', [commitOf(replier, 53, '3kd', [del(2)])])
+    expect(await posts(replier)).toEqual([uriOf(replier, 1)])
+  })
+
+  it('a held repo let go first keeps its replies to another held repo until that one goes', async () => {
+    const parent = 'did:plc:heldparentheldparentheldp'
+    const replier = 'did:plc:heldreplierheldreplierhe'
+    const reply: Commit['ops'][number] = {
+      action: 'create',
+      collection: 'app.bsky.feed.post',
+      rkey: rkey(1),
+      cid: CID,
+      record: {
+        ...record(1),
+        reply: {
+          root: { uri: uriOf(parent, 1), cid: CID },
+          parent: { uri: uriOf(parent, 1), cid: CID },
+        },
+      },
+    }
+    // Both repos are being fetched; the reply's repo fails first.
+    writer.gate.hold(parent)
+    writer.gate.hold(replier)
+    await writer.applyBatch('live', [
+      commitOf(parent, 60, '3kb', [create(1)]),
+      commitOf(replier, 61, '3kb', [reply]),
+    ])
+    await writer.applyRepos([{ did: replier, events: [], finish: {} }], async () => {})
+    expect(await posts(replier)).toEqual([])
+    expect(writer.gate.holding(replier)).toBe(true)
+    // Then the parent's: both written, the reply after its parent.
+    await writer.applyRepos([{ did: parent, events: [], finish: {} }], async () => {})
+    expect(writer.gate.holding(replier)).toBe(false)
+    const judged = await sql<{ invalidReplyRoot: boolean | null }>`
+      select "invalidReplyRoot" from post where uri = ${uriOf(replier, 1)}`.execute(db.db)
+    expect(judged.rows).toEqual([{ invalidReplyRoot: null }])
+    expect(await stored(replier)).toEqual([])
   })
 
   it('reports a repo whose held events pass a bound, once', async () => {

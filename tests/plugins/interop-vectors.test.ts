@@ -6,10 +6,9 @@
 // where the PDS refuses the keys that are not record keys (those are left to the frame edge).
 // NSIDs and at-identifiers name no field of a record the plugins index: they belong to the rpc
 // edge.
-import { readFileSync } from 'node:fs'
-import path from 'node:path'
 import { registry } from '@openplane/telemetry'
 import { describe, expect, it } from 'vitest'
+import { syntaxVectors } from '../harness/interop.ts'
 import { compareIndexers } from '../harness/compare-indexers.ts'
 import { createUser } from '../harness/seed.ts'
 import type { StockNetwork } from '../harness/stock-network.ts'
@@ -23,21 +22,13 @@ async function opsCounted(outcome: string): Promise<number> {
     .reduce((a, v) => a + v.value, 0)
 }
 
-const DIR = path.resolve(import.meta.dirname, '../fixtures/interop/syntax')
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm'
 const CREATED = '2026-11-29T12:00:00.000Z'
 
-/** Every vector of a file: comments and empty lines left out, nothing trimmed. */
-function vectors(name: string): string[] {
-  return readFileSync(path.join(DIR, `${name}.txt`), 'utf8')
-    .split('\n')
-    .map((l) => l.replace(/\r$/, ''))
-    .filter((l) => l.length > 0 && !l.startsWith('#'))
-}
 const both = (format: string, extra: string[] = []) => [
-  ...vectors(`${format}_syntax_valid`),
-  ...vectors(`${format}_syntax_invalid`),
-  ...extra.flatMap((f) => vectors(f)),
+  ...syntaxVectors(`${format}_syntax_valid`),
+  ...syntaxVectors(`${format}_syntax_invalid`),
+  ...extra.flatMap((f) => syntaxVectors(f)),
 ]
 
 interface Written {

@@ -5,10 +5,9 @@
 //   - as the subject of a request, an invalid one is `invalid_argument` naming the field;
 //   - a valid one that cannot be resolved (a DID method or a host nobody answers for) is
 //     `not_found` or `unavailable`, never `internal`.
-import { readFileSync } from 'node:fs'
-import path from 'node:path'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { syntaxVectors } from '../harness/interop.ts'
 import { startOurServer, type OurServer } from '../harness/ours.ts'
 import { seedBasic } from '../harness/seed.ts'
 import {
@@ -17,21 +16,13 @@ import {
   type StockNetwork,
 } from '../harness/stock-network.ts'
 
-const DIR = path.resolve(import.meta.dirname, '../fixtures/interop/syntax')
-
-function vectors(name: string): string[] {
-  return readFileSync(path.join(DIR, `${name}.txt`), 'utf8')
-    .split('\n')
-    .map((l) => l.replace(/\r$/, ''))
-    .filter((l) => l.length > 0 && !l.startsWith('#'))
-}
 const all = (format: string) => [
-  ...vectors(`${format}_syntax_valid`),
-  ...vectors(`${format}_syntax_invalid`),
+  ...syntaxVectors(`${format}_syntax_valid`),
+  ...syntaxVectors(`${format}_syntax_invalid`),
 ]
 /** Validity as the vectors' own files say. */
 const validIn = (format: string) => {
-  const set = new Set(vectors(`${format}_syntax_valid`))
+  const set = new Set(syntaxVectors(`${format}_syntax_valid`))
   return (v: string) => set.has(v)
 }
 const isDid = validIn('did')

@@ -12,13 +12,19 @@
 // than `total` in all, is reported (onOverflow) so its fetch is given up the same way. Held events
 // are also written to Postgres in the transaction that moves the cursor past them (writer.ts),
 // so a crash while holding loses none: a restart applies them first.
+//
+// A post of another repo that replies to, or quotes, a record of a held repo is judged against
+// that record (a reply's validity, its thread's notifications, a quote's embedding rules), which
+// is not written yet: such a post's repo waits with the held one — its events are held from
+// there on and written right after the held repo's, in stream order, when that one is let go.
 import { counter, gauge } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
 
 const heldTotal = counter(
   'openplane_backfill_live_events_total',
   'Live events of repos being backfilled, by what became of them (held; then applied after the ' +
-    'CAR, covered by it, or written as live when the repo could not be fetched: unfetched)',
+    'CAR, covered by it, or written as live when the repo could not be fetched: unfetched), and ' +
+    "of other repos' posts that refer to their records (held too; written after them: waited)",
   ['outcome'],
 )
 const heldNow = gauge(
@@ -54,8 +60,42 @@ const skipOf = (evt: IngestEvent): IngestEvent => ({
 const newerThan = (evt: IngestEvent, rev: string) =>
   evt.type === 'commit' || evt.type === 'sync' ? evt.rev > rev : true
 
+/** The repos whose records a post's reply or embed refers to. */
+function referencedRepos(evt: IngestEvent): string[] {
+  if (evt.type !== 'commit') return []
+  const dids: string[] = []
+  for (const op of evt.ops) {
+    if (op.action === 'delete' || op.collection !== 'app.bsky.feed.post') continue
+    const rec = op.record as
+      | {
+          reply?: { parent?: { uri?: unknown }; root?: { uri?: unknown } }
+          embed?: { record?: { uri?: unknown; record?: { uri?: unknown } } }
+        }
+      | undefined
+    for (const uri of [
+      rec?.reply?.parent?.uri,
+      rec?.reply?.root?.uri,
+      rec?.embed?.record?.uri,
+      rec?.embed?.record?.record?.uri,
+    ]) {
+      if (typeof uri !== 'string' || !uri.startsWith('at://')) continue
+      const end = uri.indexOf('/', 5)
+      dids.push(end < 0 ? uri.slice(5) : uri.slice(5, end))
+    }
+  }
+  return dids
+}
+
 export class RepoGate {
   private readonly held = new Map<string, IngestEvent[]>()
+  /** Repos held only because they refer to a held repo's records → the repo they wait for. */
+  private readonly waitsFor = new Map<string, string>()
+  /** The other way: a held repo → the repos waiting for it. */
+  private readonly waiting = new Map<string, Set<string>>()
+  /** Held repos whose held posts refer to another held repo's records → those repos. */
+  private readonly refersTo = new Map<string, Set<string>>()
+  /** Waiting repos whose own fetch was written (defer): the rev their CAR covers. */
+  private readonly coveredTo = new Map<string, string>()
   /**
    * Recently backfilled repos, oldest first: the rev they were written at, and the last held
    * seq written with them (a batch that held it and is retried must not write it again).
@@ -90,9 +130,15 @@ export class RepoGate {
     return this.held.has(did)
   }
 
-  /** Whether any live event of the repo is held now. */
+  /** Whether any live event of the repo, or of a repo waiting for it, is held now. */
   hasHeld(did: string): boolean {
-    return (this.held.get(did)?.length ?? 0) > 0
+    return this.family(did).some((d) => (this.held.get(d)?.length ?? 0) > 0)
+  }
+
+  /** The repo and the repos waiting for it: whose held events are written with its own. */
+  family(did: string): string[] {
+    const waiting = this.waiting.get(did)
+    return waiting ? [did, ...waiting] : [did]
   }
 
   /**
@@ -127,7 +173,18 @@ export class RepoGate {
    */
   newer(did: string, rev?: string): IngestEvent[] {
     const held = this.held.get(did) ?? []
-    return rev === undefined ? held.slice() : held.filter((evt) => newerThan(evt, rev))
+    const own = rev === undefined ? held.slice() : held.filter((evt) => newerThan(evt, rev))
+    const waiting = this.waiting.get(did)
+    if (!waiting?.size) return own
+    // The repos waiting for it: every event they held (that their own CAR, if written, does not
+    // cover), in stream order with its own.
+    const theirs = [...waiting].map((d) => {
+      const events = this.held.get(d) ?? []
+      const covered = this.coveredTo.get(d)
+      return covered === undefined ? events : events.filter((evt) => newerThan(evt, covered))
+    })
+    const all = own.concat(...theirs)
+    return all.sort((a, b) => a.seq - b.seq)
   }
 
   /**
@@ -141,7 +198,27 @@ export class RepoGate {
     if (!events) return
     this.held.delete(did)
     this.overflowed.delete(did)
+    this.refersTo.delete(did)
+    this.coveredTo.delete(did)
     this.count -= events.length
+    // A repo that waited for another and is now let go on its own (fetched itself).
+    const holder = this.waitsFor.get(did)
+    if (holder !== undefined) {
+      this.waitsFor.delete(did)
+      this.waiting.get(holder)?.delete(did)
+    }
+    // The repos waiting for it were written with it (newer): let go too.
+    for (const waiter of this.waiting.get(did) ?? []) {
+      const theirs = this.held.get(waiter) ?? []
+      this.held.delete(waiter)
+      this.waitsFor.delete(waiter)
+      this.overflowed.delete(waiter)
+      this.refersTo.delete(waiter)
+      this.coveredTo.delete(waiter)
+      this.count -= theirs.length
+      heldTotal.inc({ outcome: 'waited' }, theirs.length)
+    }
+    this.waiting.delete(did)
     heldNow.set(this.count)
     this.version++
     if (rev === undefined) {
@@ -156,11 +233,12 @@ export class RepoGate {
 
   /** Whether the event is set aside (held, or covered by a recent backfill). */
   private take(evt: IngestEvent, peek: boolean): boolean {
-    const held = this.held.get(evt.did)
+    const held = this.held.get(evt.did) ?? this.waitFor(evt, peek)
     if (held) {
       const last = held[held.length - 1]
       if (!peek && (!last || last.seq < evt.seq)) {
         held.push(evt)
+        this.noteReferences(evt)
         this.count++
         heldNow.set(this.count)
         heldTotal.inc({ outcome: 'held' })
@@ -168,18 +246,107 @@ export class RepoGate {
       }
       return true
     }
+    return this.covered(evt, peek)
+  }
+
+  /** Whether a recent backfill of the repo already wrote what the event does (it is dropped). */
+  private covered(evt: IngestEvent, peek: boolean): boolean {
     const recent = this.recent.get(evt.did)
     if (!recent || (evt.seq > recent.seq && newerThan(evt, recent.rev))) return false
     if (!peek) heldTotal.inc({ outcome: 'covered' })
     return true
   }
 
+  /**
+   * For an event of a repo not held that refers to a held repo's record (and is not covered by
+   * its own recent backfill): the list its repo's events are held in from now on, waiting for
+   * that repo. In `peek`, an empty list that is not kept.
+   */
+  private waitFor(evt: IngestEvent, peek: boolean): IngestEvent[] | undefined {
+    const holder = this.holderOf(evt)
+    if (holder === undefined || this.covered(evt, true)) return undefined
+    if (peek) return []
+    const held: IngestEvent[] = []
+    this.held.set(evt.did, held)
+    this.waitsFor.set(evt.did, holder)
+    let waiting = this.waiting.get(holder)
+    if (!waiting) this.waiting.set(holder, (waiting = new Set()))
+    waiting.add(evt.did)
+    this.version++
+    return held
+  }
+
+  /** Notes which other held repos a held post refers to (see waitsOn). */
+  private noteReferences(evt: IngestEvent): void {
+    for (const did of referencedRepos(evt)) {
+      if (did === evt.did || !this.held.has(did)) continue
+      let refs = this.refersTo.get(evt.did)
+      if (!refs) this.refersTo.set(evt.did, (refs = new Set()))
+      refs.add(did)
+    }
+  }
+
+  /**
+   * For a held repo about to be let go: another repo still held (and not let go in the same
+   * write, `finishing`) that its held posts refer to — its held events should wait for that one
+   * (defer) instead of being written now, before the records they refer to.
+   */
+  waitsOn(did: string, finishing: ReadonlySet<string>): string | undefined {
+    for (const other of this.refersTo.get(did) ?? []) {
+      if (!this.held.has(other)) continue
+      const root = this.waitsFor.get(other) ?? other
+      if (root !== did && !finishing.has(root) && this.held.has(root)) return root
+    }
+    return undefined
+  }
+
+  /**
+   * Ends the repo's own hold (its fetch was written at `rev`, or failed without one) but keeps
+   * its held events newer than `rev`, now waiting for `holder`: they are written when that repo
+   * is let go. Repos that waited for this one wait for `holder` too.
+   */
+  defer(did: string, holder: string, rev?: string): void {
+    const events = this.held.get(did) ?? []
+    const keep = rev === undefined ? events : events.filter((evt) => newerThan(evt, rev))
+    if (keep.length < events.length) {
+      heldTotal.inc({ outcome: 'covered' }, events.length - keep.length)
+      this.count -= events.length - keep.length
+      heldNow.set(this.count)
+    }
+    this.held.set(did, keep)
+    if (rev !== undefined) this.coveredTo.set(did, rev)
+    let waiting = this.waiting.get(holder)
+    if (!waiting) this.waiting.set(holder, (waiting = new Set()))
+    for (const waiter of this.waiting.get(did) ?? []) {
+      this.waitsFor.set(waiter, holder)
+      waiting.add(waiter)
+    }
+    this.waiting.delete(did)
+    this.waitsFor.set(did, holder)
+    waiting.add(did)
+    this.refersTo.delete(did)
+    this.overflowed.delete(did)
+    this.version++
+  }
+
+  /** The held repo a post of another repo refers to, if any (the one being fetched). */
+  private holderOf(evt: IngestEvent): string | undefined {
+    if (!this.held.size) return undefined
+    for (const did of referencedRepos(evt)) {
+      if (did === evt.did || !this.held.has(did)) continue
+      return this.waitsFor.get(did) ?? did
+    }
+    return undefined
+  }
+
   private checkBounds(did: string, length: number): void {
     const bound =
       length > this.limits.perRepo ? 'repo' : this.count > this.limits.total ? 'total' : undefined
-    if (!bound || this.overflowed.has(did)) return
-    this.overflowed.add(did)
+    // A repo that waits for another is let go with it: that one's fetch is given up.
+    const target = this.waitsFor.get(did) ?? did
+    if (!bound || this.overflowed.has(target)) return
+    this.overflowed.add(target)
     overflows.inc({ bound })
-    for (const listener of this.overflowListeners) listener(did)
+    for (const listener of this.overflowListeners) listener(target)
   }
 }

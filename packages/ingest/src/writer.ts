@@ -192,16 +192,32 @@ export class Writer {
     mark: (tx: Kysely<DatabaseSchema>) => Promise<void>,
   ): Promise<void> {
     return this.exclusive(async () => {
+      // A finishing repo whose held posts refer to a repo still held keeps them held, waiting
+      // for that one (repo-gate.ts): written now, they would be judged without what they refer to.
+      const finishing = new Set(parts.flatMap((p) => (p.finish ? [p.did] : [])))
+      const deferred = new Map<string, string>()
+      for (const did of finishing) {
+        const holder = this.gate.waitsOn(did, finishing)
+        if (holder !== undefined) deferred.set(did, holder)
+      }
+      const letGo = (p: RepoChunk) => p.finish !== undefined && !deferred.has(p.did)
       const batch = parts.flatMap((p) =>
-        p.finish ? [...p.events, ...this.gate.newer(p.did, p.finish.rev)] : p.events,
+        letGo(p) ? [...p.events, ...this.gate.newer(p.did, p.finish!.rev)] : p.events,
       )
-      const stored = parts.filter((p) => p.finish && this.gate.hasHeld(p.did)).map((p) => p.did)
+      const stored = parts
+        .filter((p) => letGo(p) && this.gate.hasHeld(p.did))
+        .flatMap((p) => this.gate.family(p.did))
       const position = markedPosition(async (tx) => {
         await dropHeld(tx, stored)
         await mark(tx)
       })
       await this.write(BACKFILL_SOURCE, this.orFiller(batch), 0, position)
-      for (const p of parts) if (p.finish) this.gate.release(p.did, p.finish.rev)
+      for (const p of parts) {
+        if (!p.finish) continue
+        const holder = deferred.get(p.did)
+        if (holder !== undefined) this.gate.defer(p.did, holder, p.finish.rev)
+        else this.gate.release(p.did, p.finish.rev)
+      }
     })
   }
 
