@@ -102,6 +102,7 @@ describe('@openplane/db schema', () => {
         '0005-repo-queue',
         '0006-stream-cursor',
         '0007-repo-resync',
+        '0008-cursor-event-time',
       ],
     })
 
@@ -153,6 +154,7 @@ describe('@openplane/db schema', () => {
         '0005-repo-queue',
         '0006-stream-cursor',
         '0007-repo-resync',
+        '0008-cursor-event-time',
       ],
     })
 
@@ -181,6 +183,7 @@ describe('@openplane/db schema', () => {
       '0005-repo-queue',
       '0006-stream-cursor',
       '0007-repo-resync',
+      '0008-cursor-event-time',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -233,6 +236,7 @@ describe('@openplane/db schema', () => {
           '0005-repo-queue',
           '0006-stream-cursor',
           '0007-repo-resync',
+          '0008-cursor-event-time',
         ],
       })
 
