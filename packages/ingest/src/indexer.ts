@@ -186,7 +186,8 @@ export class Indexer {
       .where('source', '=', this.opts.source)
       .executeTakeFirst()
     this.committedSeq = row ? Number(row.seq) : undefined
-    this.takenTime = row?.eventTime?.toISOString()
+    // A Date from node-postgres, a string from some drivers (PGlite): either way ISO here.
+    this.takenTime = row?.eventTime ? new Date(row.eventTime).toISOString() : undefined
     this.readSeq = this.committedSeq ?? this.opts.initialCursor
     log.info({ source: this.opts.source, cursor: this.readSeq ?? 'live' }, 'indexer starting')
     this.firehose.start()
