@@ -8,6 +8,8 @@
 // timestamp, less a margin for clocks), or is newer than the rev indexed for it. A repo that
 // changed in the gap and again after it, whose live commit already moved the indexed rev, is
 // taken by the first rule; on a firehose its broken `since` chain asks for it too.
+import { TID } from '@atproto/common-web'
+import { isValidTid } from '@atproto/syntax'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { Scope } from '@openplane/ingest'
@@ -141,18 +143,7 @@ export class GapRepair {
   }
 }
 
-const S32 = '234567abcdefghijklmnopqrstuvwxyz'
-
 /** Milliseconds since the epoch a TID (a rev) was made at, or undefined if it is not a TID. */
 export function tidTime(tid: string): number | undefined {
-  if (tid.length !== 13) return undefined
-  let value = 0n
-  for (const ch of tid) {
-    const digit = S32.indexOf(ch)
-    if (digit < 0) return undefined
-    value = (value << 5n) | BigInt(digit)
-  }
-  // 1 bit left 0, 53 bits of microseconds, 10 bits of clock id.
-  if (value >> 63n) return undefined
-  return Number(value >> 10n) / 1000
+  return isValidTid(tid) ? TID.fromStr(tid).timestamp() / 1000 : undefined
 }

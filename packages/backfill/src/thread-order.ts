@@ -11,6 +11,7 @@
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { CommitOp, IngestEvent } from '@openplane/ingest'
+import { contextOf } from '@openplane/plugins'
 import { counter } from '@openplane/telemetry'
 
 const waitedTotal = counter(
@@ -19,8 +20,6 @@ const waitedTotal = counter(
 )
 
 type Commit = Extract<IngestEvent, { type: 'commit' }>
-
-const POST = 'app.bsky.feed.post'
 
 interface Waiter {
   did: string
@@ -33,27 +32,6 @@ interface Waiter {
 }
 
 const didOf = (uri: string) => uri.split('/')[2] ?? ''
-const gateOf = (post: string, collection: string) => post.replace(`/${POST}/`, `/${collection}/`)
-
-/** The records of other repos a post's judgement reads: parent, root, the root's gate, quoted post's gate. */
-export function contextOf(collection: string, record: unknown): string[] {
-  if (collection !== POST || !record || typeof record !== 'object') return []
-  const r = record as { reply?: unknown; embed?: unknown }
-  const uris: string[] = []
-  const uriAt = (v: unknown, ...path: string[]): string | undefined => {
-    let cur: unknown = v
-    for (const k of path)
-      cur = cur && typeof cur === 'object' ? (cur as Record<string, unknown>)[k] : undefined
-    return typeof cur === 'string' && cur.startsWith('at://') ? cur : undefined
-  }
-  const parent = uriAt(r.reply, 'parent', 'uri')
-  const root = uriAt(r.reply, 'root', 'uri')
-  if (parent) uris.push(parent)
-  if (root) uris.push(root, gateOf(root, 'app.bsky.feed.threadgate'))
-  const quoted = uriAt(r.embed, 'record', 'uri') ?? uriAt(r.embed, 'record', 'record', 'uri')
-  if (quoted?.includes(`/${POST}/`)) uris.push(gateOf(quoted, 'app.bsky.feed.postgate'))
-  return uris
-}
 
 /** Records of one repo that stopped waiting, with the commit they belong to. */
 export interface Woken {

@@ -17,6 +17,7 @@
 // that record (a reply's validity, its thread's notifications, a quote's embedding rules), which
 // is not written yet: such a post's repo waits with the held one — its events are held from
 // there on and written right after the held repo's, in stream order, when that one is let go.
+import { contextOf } from '@openplane/plugins'
 import { counter, gauge } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
 
@@ -60,28 +61,13 @@ const skipOf = (evt: IngestEvent): IngestEvent => ({
 const newerThan = (evt: IngestEvent, rev: string) =>
   evt.type === 'commit' || evt.type === 'sync' ? evt.rev > rev : true
 
-/** The repos whose records a post's reply or embed refers to. */
+/** The repos whose records a commit's posts are judged by (@openplane/plugins' contextOf). */
 function referencedRepos(evt: IngestEvent): string[] {
   if (evt.type !== 'commit') return []
   const dids: string[] = []
   for (const op of evt.ops) {
-    if (op.action === 'delete' || op.collection !== 'app.bsky.feed.post') continue
-    const rec = op.record as
-      | {
-          reply?: { parent?: { uri?: unknown }; root?: { uri?: unknown } }
-          embed?: { record?: { uri?: unknown; record?: { uri?: unknown } } }
-        }
-      | undefined
-    for (const uri of [
-      rec?.reply?.parent?.uri,
-      rec?.reply?.root?.uri,
-      rec?.embed?.record?.uri,
-      rec?.embed?.record?.record?.uri,
-    ]) {
-      if (typeof uri !== 'string' || !uri.startsWith('at://')) continue
-      const end = uri.indexOf('/', 5)
-      dids.push(end < 0 ? uri.slice(5) : uri.slice(5, end))
-    }
+    if (op.action === 'delete') continue
+    for (const uri of contextOf(op.collection, op.record)) dids.push(uri.split('/')[2] ?? '')
   }
   return dids
 }
