@@ -16,13 +16,15 @@
 // In a community deployment the worker fetches only repos of accounts in its scope, and removes
 // the index of accounts queued for purging (they left the community) before fetching more. Repos
 // the live stream shows out of sync (sync 1.1) are fetched again (followResyncs).
+import { availableParallelism } from 'node:os'
 import { getPds, type IdResolver } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { IdentityPrefetch, IngestEvent, Scope, Writer } from '@openplane/ingest'
 import { signingKeyOf } from '@openplane/signatures'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
-import { readRepoCar, RepoCarError } from './car.ts'
+import { RepoCarError, type RepoCar } from './car.ts'
+import { CarReader } from './car-reader.ts'
 import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
@@ -79,8 +81,10 @@ export interface BackfillOptions {
   maxAttempts: number
   /** Also take repos an earlier run marked failed. */
   retryFailed: boolean
-  /** Blocks of one repo held in memory before the rest goes to a temporary file. */
+  /** Bytes of one repo's CAR held in memory; a larger one is read with its blocks in a file. */
   memoryBytes: number
+  /** Threads reading and checking CARs beside the writer's (0: on its thread). */
+  workers: number
   connectTimeoutMs: number
   idleTimeoutMs: number
   /** Record ops per written event; a repo's events are written a few at a time. */
@@ -113,6 +117,8 @@ export const BACKFILL_DEFAULTS = {
   maxAttempts: 4,
   retryFailed: false,
   memoryBytes: 64 * 1024 * 1024,
+  // One core stays with the writer's thread.
+  workers: Math.min(4, Math.max(1, availableParallelism() - 1)),
   connectTimeoutMs: 30_000,
   idleTimeoutMs: 60_000,
   opsPerEvent: 100,
@@ -159,6 +165,7 @@ export class Backfill {
   private readonly busy = new Set<string>()
   private readonly order: ThreadOrder
   private readonly committer: Committer
+  private readonly cars: CarReader
   private readonly parked = new Map<string, Parked>()
   /** Repos still being written whose woken records could not be written. */
   private readonly broken = new Set<string>()
@@ -185,6 +192,7 @@ export class Backfill {
     this.hosts = new HostLimits(opts.perHost)
     this.order = new ThreadOrder(opts.db)
     this.committer = new Committer(opts.writer, opts.opsPerWrite)
+    this.cars = new CarReader({ workers: opts.workers, memoryBytes: opts.memoryBytes })
     this.indexed = new IndexedRecords(opts.db, opts.writer)
     opts.writer.gate.onOverflow((did) => {
       const abort = this.aborts.get(did)
@@ -350,6 +358,11 @@ export class Backfill {
     this.stopping = true
   }
 
+  /** Ends the CAR workers; call once no run() is left going. */
+  async close(): Promise<void> {
+    await this.cars.stop()
+  }
+
   private async one(did: string): Promise<void> {
     const gate = this.opts.writer.gate
     gate.hold(did)
@@ -501,10 +514,9 @@ export class Backfill {
       signal.throwIfAborted()
       const body = await fetchRepo(pds, did, { ...this.opts, signal })
       if (this.opts.verify && !signingKey) throw new RepoFailed('DID document names no key', host)
-      car = await readRepoCar(body, {
+      car = await this.cars.read(body, {
         did,
         signingKey: this.opts.verify ? signingKey : undefined,
-        memoryBytes: this.opts.memoryBytes,
       })
       this.hosts.ok(host)
     } catch (err) {
@@ -536,7 +548,7 @@ export class Backfill {
   private async write(
     did: string,
     host: string,
-    car: Awaited<ReturnType<typeof readRepoCar>>,
+    car: RepoCar,
     signal: AbortSignal,
     read: Map<string, string> | undefined,
   ): Promise<{ counts: RepoDiffCounts; parked: boolean }> {
@@ -595,38 +607,44 @@ export class Backfill {
     await this.wake(this.order.written(events.flatMap((e) => e.ops.map((op) => uriOf(did, op)))))
   }
 
-  /** Writes records that stopped waiting; a parked repo left with none is done. */
+  /**
+   * Writes records that stopped waiting; a parked repo left with none is done. Each repo's are
+   * handed to the committer at once, so they share transactions: written one after another, the
+   * replies to a busy thread (or all those left at the end of a run) took one transaction each.
+   */
   private async wake(woken: Map<string, Woken>): Promise<void> {
-    for (const [did, { commit, rev, ops }] of woken) {
-      const evt: Commit = {
-        type: 'commit',
-        seq: ++this.seq,
-        time: new Date().toISOString(),
-        did,
-        commit,
-        rev,
-        ops,
-      }
-      const parked = this.parked.get(did)
-      const last = parked && !this.order.waiting(did) ? parked : undefined
-      // Claimed before the write: another wake running meanwhile must not finish it too (two
-      // "done" marks of one repo in one transaction, and the repo counted twice).
-      if (last) this.parked.delete(did)
-      try {
-        await this.writeReady(did, [evt], last)
-      } catch (err) {
-        // The repo is not marked done: fetched again by a later run.
-        if (!parked) {
-          this.broken.add(did)
-          continue
-        }
-        this.parked.delete(did)
-        await this.fail(did, err)
-        this.busy.delete(did)
-        continue
-      }
-      if (last) this.repoDone(did)
+    await Promise.all([...woken].map(([did, records]) => this.wakeOne(did, records)))
+  }
+
+  private async wakeOne(did: string, { commit, rev, ops }: Woken): Promise<void> {
+    const evt: Commit = {
+      type: 'commit',
+      seq: ++this.seq,
+      time: new Date().toISOString(),
+      did,
+      commit,
+      rev,
+      ops,
     }
+    const parked = this.parked.get(did)
+    const last = parked && !this.order.waiting(did) ? parked : undefined
+    // Claimed before the write: another wake running meanwhile must not finish it too (two
+    // "done" marks of one repo in one transaction, and the repo counted twice).
+    if (last) this.parked.delete(did)
+    try {
+      await this.writeReady(did, [evt], last)
+    } catch (err) {
+      // The repo is not marked done: fetched again by a later run.
+      if (!parked) {
+        this.broken.add(did)
+        return
+      }
+      this.parked.delete(did)
+      await this.fail(did, err)
+      this.busy.delete(did)
+      return
+    }
+    if (last) this.repoDone(did)
   }
 
   /** The repo's PDS and signing key. A handle is not needed (nor checked) to fetch a repo. */

@@ -6,6 +6,7 @@
 import { encode } from '@atproto/lex-cbor'
 import type { Cid } from '@atproto/lex-data'
 import { def, MST, readCarStream } from '@atproto/repo'
+import type { CommitOp } from '@openplane/ingest'
 import { verifySignature } from '@openplane/signatures'
 import { SpillStore } from './block-store.ts'
 import { RepoFetchError } from './fetch-repo.ts'
@@ -15,8 +16,11 @@ export class RepoCarError extends Error {}
 export interface RepoRecord {
   collection: string
   rkey: string
-  cid: Cid
-  record: unknown
+  cid: string
+  /** Absent when the record was found invalid where it was read (`checked`). */
+  record?: unknown
+  /** The record's verdict when it was checked where it was read (repo-decode.ts). */
+  checked?: CommitOp['checked']
 }
 
 export interface RepoCar {
@@ -125,7 +129,12 @@ async function* walkRecords(
       onBad(key, `unreadable record: ${messageOf(err)}`)
       continue
     }
-    yield { collection: key.slice(0, slash), rkey: key.slice(slash + 1), cid, record }
+    yield {
+      collection: key.slice(0, slash),
+      rkey: key.slice(slash + 1),
+      cid: cid.toString(),
+      record,
+    }
   }
 }
 

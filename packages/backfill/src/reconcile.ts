@@ -123,7 +123,7 @@ export async function* repoEvents(
     if (!pluginFor(rec.collection)) continue
     counts.records++
     const uri = `at://${car.did}/${rec.collection}/${rec.rkey}`
-    const cid = rec.cid.toString()
+    const cid = rec.cid
     const had = indexed.get(uri)
     indexed.delete(uri)
     if (had === cid) {
@@ -133,7 +133,8 @@ export async function* repoEvents(
     if (had === undefined) counts.created++
     else counts.updated++
     const action = had === undefined ? 'create' : 'update'
-    ops.push({ action, collection: rec.collection, rkey: rec.rkey, cid, record: rec.record })
+    const { collection, rkey, record, checked } = rec
+    ops.push(checked ? { action, collection, rkey, cid, record, checked } : { action, collection, rkey, cid, record })
     if (ops.length >= src.opsPerEvent) yield event()
   }
   // What the index has and the repo does not: gone since (or never there at this rev).

@@ -148,6 +148,7 @@ async function run(
     concurrency: Math.max(1, config.backfill.concurrency),
     perHost: config.backfill.perHost,
     memoryBytes: config.backfill.memoryBytes,
+    workers: config.decodeWorkers,
     retry: retryPolicy(config),
     retryFailed,
     scope: community,
@@ -167,6 +168,7 @@ async function run(
   try {
     return await backfill.run({ drain: true })
   } finally {
+    await backfill.close()
     prefetch.stop()
     progress.stop()
     process.off('SIGINT', stop)

@@ -105,6 +105,7 @@ export async function start(config: Config): Promise<Running> {
         concurrency: config.backfill.concurrency,
         perHost: config.backfill.perHost,
         memoryBytes: config.backfill.memoryBytes,
+        workers: config.decodeWorkers,
         retry: retryPolicy(config),
         maxHoldMs: config.backfill.maxHoldMs,
         scope: community,
@@ -240,6 +241,7 @@ export async function start(config: Config): Promise<Running> {
       await labels?.stop()
       backfill?.stop()
       await backfilling
+      await backfill?.close()
       for (const i of indexers) await i.stop()
       prefetch?.stop()
       await fast?.stop()

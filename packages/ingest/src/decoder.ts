@@ -226,7 +226,8 @@ function revive(res: FrameResult): FrameResult {
   return res
 }
 
-function reviveCids(value: unknown): unknown {
+/** A value cloned from another thread with its CIDs made CIDs again, in place. */
+export function reviveCids(value: unknown): unknown {
   if (!value || typeof value !== 'object' || ArrayBuffer.isView(value)) return value
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) value[i] = reviveCids(value[i])

@@ -1,6 +1,6 @@
 export type { CommitOp, IngestEvent } from './events.ts'
 export { decodeFrame, decodeFrameReference, type FrameResult } from './frames.ts'
-export { decodeChecked } from './decoder.ts'
+export { decodeChecked, reviveCids } from './decoder.ts'
 export { Indexer, type IndexerOptions, type IndexerState, type SourceGap } from './indexer.ts'
 export {
   BACKFILL_SOURCE,
@@ -16,3 +16,4 @@ export type { Change, FeedItemValues } from './changes.ts'
 export { IdentityPrefetch, type PrefetchOptions } from './identity-prefetch.ts'
 export type { Scope } from './scope.ts'
 export { HOLD_DEFAULTS, type HoldLimits } from './repo-gate.ts'
+export { threadCpuSeconds } from './stages.ts'

@@ -1,0 +1,199 @@
+// Fetched repo CARs read and checked on worker threads, so that the writer's thread only plans and
+// writes (as the firehose's frames are decoded beside it: @openplane/ingest's decoder.ts). A CAR
+// is gathered whole in memory up to `memoryBytes` and handed to the least busy worker (its buffer
+// moved, not copied); a larger one is read on this thread as it streams, by the reference reader
+// (car.ts), which spills blocks to a file. A worker that dies is replaced and its repos are read
+// again; a repo that kills two workers, or workers that keep dying, are read on this thread, so
+// a repo is never lost to a worker.
+import { Worker } from 'node:worker_threads'
+import { reviveCids } from '@openplane/ingest'
+import { childLogger, counter } from '@openplane/telemetry'
+import { readRepoCar, RepoCarError, type RepoCar, type RepoRecord } from './car.ts'
+import { decodeRepo, type DecodedRepo, type DecodeRequest } from './repo-decode.ts'
+
+const log = childLogger('backfill')
+const decodeCpu = counter(
+  'openplane_backfill_decode_cpu_seconds_total',
+  'CPU time reading and checking repo CARs (CAR workers, or the backfill thread without them)',
+)
+const reads = counter(
+  'openplane_backfill_car_reads_total',
+  'Repo CARs read, by reader: fast (the common case), reference (an odd or refused CAR), ' +
+    'streamed (larger than DATAPLANE_BACKFILL_MEMORY_MB: blocks spilled to a file)',
+  ['reader'],
+)
+const restarts = counter(
+  'openplane_backfill_car_worker_restarts_total',
+  'CAR workers that died and were replaced',
+)
+
+export interface CarRequest extends DecodeRequest {
+  id: number
+  bytes: Uint8Array
+}
+
+export interface CarReply {
+  id: number
+  repo?: DecodedRepo
+  /** `car`: the CAR was refused (RepoCarError); else reading it failed otherwise. */
+  error?: { message: string; car: boolean }
+  cpuSeconds: number
+}
+
+interface Job {
+  request: CarRequest
+  resolve: (repo: DecodedRepo) => void
+  reject: (err: unknown) => void
+  tries: number
+}
+
+interface Slot {
+  worker: Worker
+  jobs: Map<number, Job>
+}
+
+/** Worker exits within ten seconds after which workers are given up. */
+const MAX_DEATHS = 5
+
+export class CarReader {
+  private readonly slots: Slot[] = []
+  private readonly memoryBytes: number
+  /** Workers still to start: they start with the first CAR, so a reader never used has none. */
+  private unstarted: number
+  private nextId = 0
+  private stopped = false
+  private deaths: number[] = []
+
+  /** `workers`: threads to read CARs on (0: this thread). */
+  constructor(opts: { workers: number; memoryBytes: number }) {
+    this.memoryBytes = opts.memoryBytes
+    this.unstarted = opts.workers
+  }
+
+  /**
+   * Reads the fetched body as the repo's CAR. Throws RepoCarError for a CAR that is refused, and
+   * the body's own errors (RepoFetchError) as they come.
+   */
+  async read(body: AsyncIterable<Uint8Array>, req: Omit<DecodeRequest, 'memoryBytes'>): Promise<RepoCar> {
+    const it = body[Symbol.asyncIterator]()
+    const chunks: Uint8Array[] = []
+    let size = 0
+    for (;;) {
+      const next = await it.next()
+      if (next.done) break
+      chunks.push(next.value)
+      size += next.value.length
+      if (size > this.memoryBytes) {
+        // Too large to hold: streamed through the reference reader, which spills to a file.
+        const rest = (async function* () {
+          yield* chunks
+          for (let n = await it.next(); !n.done; n = await it.next()) yield n.value
+        })()
+        reads.inc({ reader: 'streamed' })
+        return readRepoCar(rest, { ...req, memoryBytes: this.memoryBytes })
+      }
+    }
+    const bytes = new Uint8Array(size)
+    let at = 0
+    for (const c of chunks) {
+      bytes.set(c, at)
+      at += c.length
+    }
+    const request = { ...req, memoryBytes: this.memoryBytes, id: 0, bytes }
+    for (; this.unstarted > 0 && !this.stopped; this.unstarted--) this.slots.push(this.spawn())
+    if (!this.slots.length) return carOf(await this.decodeHere(request), false)
+    return carOf(await this.decode(request), true)
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    await Promise.all(this.slots.map((s) => s.worker.terminate()))
+  }
+
+  private decode(request: CarRequest): Promise<DecodedRepo> {
+    return new Promise((resolve, reject) => {
+      const job = { request: { ...request, id: this.nextId++ }, resolve, reject, tries: 0 }
+      const slot = this.slots.reduce((a, b) => (b.jobs.size < a.jobs.size ? b : a))
+      this.post(slot, job)
+    })
+  }
+
+  private async decodeHere(request: CarRequest): Promise<DecodedRepo> {
+    const { user, system } = process.threadCpuUsage()
+    try {
+      return await decodeRepo(request.bytes, request)
+    } finally {
+      const now = process.threadCpuUsage()
+      decodeCpu.inc((now.user - user + now.system - system) / 1e6)
+    }
+  }
+
+  private post(slot: Slot, job: Job): void {
+    slot.jobs.set(job.request.id, job)
+    // Copied, not moved: a worker that dies leaves the bytes here to read again.
+    slot.worker.postMessage(job.request)
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(new URL('./car-worker.ts', import.meta.url))
+    const slot: Slot = { worker, jobs: new Map() }
+    worker.on('message', (reply: CarReply) => {
+      const job = slot.jobs.get(reply.id)
+      if (!job) return
+      slot.jobs.delete(reply.id)
+      decodeCpu.inc(reply.cpuSeconds)
+      if (reply.repo) job.resolve(reply.repo)
+      else if (reply.error?.car) job.reject(new RepoCarError(reply.error.message))
+      else job.reject(new Error(reply.error?.message ?? 'CAR worker answered nothing'))
+    })
+    worker.on('error', (err) => log.error({ err }, 'CAR worker failed'))
+    worker.on('exit', (code) => {
+      if (this.stopped) return
+      restarts.inc()
+      const now = Date.now()
+      this.deaths = [...this.deaths.filter((t) => now - t < 10_000), now]
+      this.slots.splice(this.slots.indexOf(slot), 1)
+      const orphans = [...slot.jobs.values()]
+      if (this.deaths.length > MAX_DEATHS) {
+        log.error({ code }, 'CAR workers keep exiting; reading CARs on the backfill thread')
+        for (const s of this.slots.splice(0)) {
+          orphans.push(...s.jobs.values())
+          void s.worker.terminate()
+        }
+      } else {
+        log.error({ code, inFlight: slot.jobs.size }, 'CAR worker exited; replacing it')
+        this.slots.push(this.spawn())
+      }
+      for (const job of orphans) {
+        if (!this.slots.length || ++job.tries >= 2) {
+          this.decodeHere(job.request).then(job.resolve, job.reject)
+        } else this.post(this.slots[0]!, job)
+      }
+    })
+    // Idle workers must not keep the process alive.
+    worker.unref()
+    return slot
+  }
+}
+
+/**
+ * The decoded repo as the backfill reads a CAR; `cloned` (from a worker): its records' CIDs are
+ * made CIDs again.
+ */
+function carOf(repo: DecodedRepo, cloned: boolean): RepoCar {
+  reads.inc({ reader: repo.reader })
+  return {
+    did: repo.did,
+    rev: repo.rev,
+    commit: repo.commit,
+    bytes: repo.bytes,
+    async *records(onBad) {
+      for (const { key, reason } of repo.bad) onBad(key, reason)
+      for (const r of repo.records as RepoRecord[]) {
+        if (cloned && r.record !== undefined) r.record = reviveCids(r.record)
+        yield r
+      }
+    },
+    close: async () => {},
+  }
+}
