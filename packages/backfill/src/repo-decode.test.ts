@@ -3,7 +3,13 @@
 // reference (which decides as before).
 import { Secp256k1Keypair } from '@atproto/crypto'
 import { isCid, parseCid } from '@atproto/lex-data'
-import { blocksToCarFile, MemoryBlockstore, Repo, WriteOpAction } from '@atproto/repo'
+import {
+  blocksToCarFile,
+  MemoryBlockstore,
+  Repo,
+  WriteOpAction,
+  type RecordCreateOp,
+} from '@atproto/repo'
 import { afterAll, describe, expect, it } from 'vitest'
 import { readRepoFast } from './car-fast.ts'
 import { CarReader } from './car-reader.ts'
@@ -71,12 +77,14 @@ function records() {
 
 async function buildRepo(key: Secp256k1Keypair): Promise<Uint8Array> {
   const storage = new MemoryBlockstore()
-  const writes = records().map(([collection, rkey, record]) => ({
-    action: WriteOpAction.Create as const,
-    collection,
-    rkey,
-    record: record as Record<string, unknown>,
-  }))
+  const writes = records().map(
+    ([collection, rkey, record]): RecordCreateOp => ({
+      action: WriteOpAction.Create,
+      collection,
+      rkey,
+      record: record as unknown as RecordCreateOp['record'],
+    }),
+  )
   const repo = await Repo.create(storage, DID, key, writes)
   return blocksToCarFile(repo.cid, storage.blocks)
 }
