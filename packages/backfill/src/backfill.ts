@@ -81,7 +81,10 @@ export interface BackfillOptions {
   maxAttempts: number
   /** Also take repos an earlier run marked failed. */
   retryFailed: boolean
-  /** Bytes of one repo's CAR held in memory; a larger one is read with its blocks in a file. */
+  /**
+   * CAR bytes held in memory over all repos being read; a repo that does not fit then is read as
+   * it streams, its blocks past this size in a temporary file.
+   */
   memoryBytes: number
   /** Threads reading and checking CARs beside the writer's (0: on its thread). */
   workers: number
@@ -112,7 +115,7 @@ export interface BackfillOptions {
 
 export const BACKFILL_DEFAULTS = {
   verify: false,
-  concurrency: 32,
+  concurrency: 128,
   perHost: 4,
   maxAttempts: 4,
   retryFailed: false,

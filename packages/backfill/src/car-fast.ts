@@ -8,12 +8,11 @@
 // commit of the repo, a key or node the walker refuses, a record block missing or not a record, a
 // block or signature that does not verify) answers undefined, and the caller reads the CAR the
 // reference way, which decides and reports as before. What is accepted never depends on the path.
-import { hash } from 'node:crypto'
-import { fromUint8Array as readCar } from '@atcute/car'
-import { BytesWrapper, decode as decodeCbor, encode as encodeCbor } from '@atcute/cbor'
-import { CidLinkWrapper, fromString as parseCid, HASH_SHA256, type Cid } from '@atcute/cid'
+import { encode as encodeCbor } from '@atcute/cbor'
+import { fromString as parseCid } from '@atcute/cid'
 import { fromUint8Array as repoEntries } from '@atcute/repo'
 import { cborToLexRecord } from '@atproto/repo'
+import { hashMatches, openCar, sameBytes, signedCommit } from '@openplane/ingest'
 import { verifySignature } from '@openplane/signatures'
 
 /** One record of the repo, in key order. */
@@ -42,9 +41,8 @@ export function readRepoFast(
   opts: { did: string; signingKey: string | undefined },
 ): ReadRepo | undefined {
   try {
-    const car = readCar(bytes)
-    const head = car.header.data as unknown
-    if (!isObj(head) || head.version !== 1 || car.roots.length !== 1) return undefined
+    const car = openCar(bytes)
+    if (!car || car.roots.length !== 1) return undefined
     const rootCid = parseCid(car.roots[0]!.$link).bytes
     let root: Uint8Array | undefined
     const verify = opts.signingKey !== undefined
@@ -79,38 +77,4 @@ export function readRepoFast(
   } catch {
     return undefined
   }
-}
-
-interface SignedCommit {
-  did: string
-  version: 3
-  data: CidLinkWrapper
-  rev: string
-  prev: CidLinkWrapper | null
-  sig: BytesWrapper
-}
-
-/** The root block as a v3 commit of the repo with exactly the fields the reference reads. */
-function signedCommit(root: Uint8Array, did: string): SignedCommit | undefined {
-  const value = decodeCbor(root) as unknown
-  if (!isObj(value) || Object.keys(value).length !== 6) return undefined
-  const { version, data, rev, prev, sig } = value
-  if (value.did !== did || version !== 3 || typeof rev !== 'string') return undefined
-  if (!(data instanceof CidLinkWrapper) || !(sig instanceof BytesWrapper)) return undefined
-  if (prev !== null && !(prev instanceof CidLinkWrapper)) return undefined
-  return { did, version, data, rev, prev, sig }
-}
-
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
-}
-
-function hashMatches(cid: Cid, bytes: Uint8Array): boolean {
-  if (cid.version !== 1 || cid.digest.codec !== HASH_SHA256) return false
-  return sameBytes(hash('sha256', bytes, 'buffer'), cid.digest.contents)
 }

@@ -1,12 +1,13 @@
 // Fetched repo CARs read and checked on worker threads, so that the writer's thread only plans and
 // writes (as the firehose's frames are decoded beside it: @openplane/ingest's decoder.ts). A CAR
-// is gathered whole in memory up to `memoryBytes` and handed to the least busy worker (its buffer
-// moved, not copied); a larger one is read on this thread as it streams, by the reference reader
-// (car.ts), which spills blocks to a file. A worker that dies is replaced and its repos are read
+// is gathered whole in memory and handed to the least busy worker, as long as the CARs held at
+// once stay within `memoryBytes`; one that does not fit is read on this thread as it streams, by
+// the reference reader (car.ts), which spills blocks to a file. So memory stays bounded however
+// many repos are fetched at once. A worker that dies is replaced and its repos are read
 // again; a repo that kills two workers, or workers that keep dying, are read on this thread, so
 // a repo is never lost to a worker.
 import { Worker } from 'node:worker_threads'
-import { reviveCids } from '@openplane/ingest'
+import { reviveCids, WorkerExits } from '@openplane/ingest'
 import { childLogger, counter } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError, type RepoCar, type RepoRecord } from './car.ts'
 import { decodeRepo, type DecodedRepo, type DecodeRequest } from './repo-decode.ts'
@@ -52,19 +53,18 @@ interface Slot {
   jobs: Map<number, Job>
 }
 
-/** Worker exits within ten seconds after which workers are given up. */
-const MAX_DEATHS = 5
-
 export class CarReader {
   private readonly slots: Slot[] = []
   private readonly memoryBytes: number
+  /** Bytes of the CARs gathered or being read in memory now. */
+  private held = 0
   /** Workers still to start: they start with the first CAR, so a reader never used has none. */
   private unstarted: number
   private nextId = 0
   private stopped = false
-  private deaths: number[] = []
+  private readonly exits = new WorkerExits()
 
-  /** `workers`: threads to read CARs on (0: this thread). */
+  /** `workers`: threads to read CARs on (0: this thread); `memoryBytes`: over all CARs held. */
   constructor(opts: { workers: number; memoryBytes: number }) {
     this.memoryBytes = opts.memoryBytes
     this.unstarted = opts.workers
@@ -74,35 +74,46 @@ export class CarReader {
    * Reads the fetched body as the repo's CAR. Throws RepoCarError for a CAR that is refused, and
    * the body's own errors (RepoFetchError) as they come.
    */
-  async read(body: AsyncIterable<Uint8Array>, req: Omit<DecodeRequest, 'memoryBytes'>): Promise<RepoCar> {
+  async read(
+    body: AsyncIterable<Uint8Array>,
+    req: Omit<DecodeRequest, 'memoryBytes'>,
+  ): Promise<RepoCar> {
     const it = body[Symbol.asyncIterator]()
     const chunks: Uint8Array[] = []
     let size = 0
-    for (;;) {
-      const next = await it.next()
-      if (next.done) break
-      chunks.push(next.value)
-      size += next.value.length
-      if (size > this.memoryBytes) {
-        // Too large to hold: streamed through the reference reader, which spills to a file.
-        const rest = (async function* () {
-          yield* chunks
-          for (let n = await it.next(); !n.done; n = await it.next()) yield n.value
-        })()
-        reads.inc({ reader: 'streamed' })
-        return readRepoCar(rest, { ...req, memoryBytes: this.memoryBytes })
+    try {
+      for (;;) {
+        const next = await it.next()
+        if (next.done) break
+        chunks.push(next.value)
+        size += next.value.length
+        this.held += next.value.length
+        if (this.held > this.memoryBytes) {
+          // Too large to hold now: streamed through the reference reader, which spills to a file.
+          this.held -= size
+          size = 0
+          const rest = (async function* () {
+            yield* chunks
+            for (let n = await it.next(); !n.done; n = await it.next()) yield n.value
+          })()
+          reads.inc({ reader: 'streamed' })
+          return await readRepoCar(rest, { ...req, memoryBytes: this.memoryBytes })
+        }
       }
+      const bytes = new Uint8Array(size)
+      let at = 0
+      for (const c of chunks) {
+        bytes.set(c, at)
+        at += c.length
+      }
+      chunks.length = 0
+      const request = { ...req, memoryBytes: this.memoryBytes, id: 0, bytes }
+      for (; this.unstarted > 0 && !this.stopped; this.unstarted--) this.slots.push(this.spawn())
+      if (!this.slots.length) return carOf(await this.decodeHere(request), false)
+      return carOf(await this.decode(request), true)
+    } finally {
+      this.held -= size
     }
-    const bytes = new Uint8Array(size)
-    let at = 0
-    for (const c of chunks) {
-      bytes.set(c, at)
-      at += c.length
-    }
-    const request = { ...req, memoryBytes: this.memoryBytes, id: 0, bytes }
-    for (; this.unstarted > 0 && !this.stopped; this.unstarted--) this.slots.push(this.spawn())
-    if (!this.slots.length) return carOf(await this.decodeHere(request), false)
-    return carOf(await this.decode(request), true)
   }
 
   async stop(): Promise<void> {
@@ -150,11 +161,9 @@ export class CarReader {
     worker.on('exit', (code) => {
       if (this.stopped) return
       restarts.inc()
-      const now = Date.now()
-      this.deaths = [...this.deaths.filter((t) => now - t < 10_000), now]
       this.slots.splice(this.slots.indexOf(slot), 1)
       const orphans = [...slot.jobs.values()]
-      if (this.deaths.length > MAX_DEATHS) {
+      if (this.exits.tooMany()) {
         log.error({ code }, 'CAR workers keep exiting; reading CARs on the backfill thread')
         for (const s of this.slots.splice(0)) {
           orphans.push(...s.jobs.values())

@@ -134,7 +134,11 @@ export async function* repoEvents(
     else counts.updated++
     const action = had === undefined ? 'create' : 'update'
     const { collection, rkey, record, checked } = rec
-    ops.push(checked ? { action, collection, rkey, cid, record, checked } : { action, collection, rkey, cid, record })
+    ops.push(
+      checked
+        ? { action, collection, rkey, cid, record, checked }
+        : { action, collection, rkey, cid, record },
+    )
     if (ops.length >= src.opsPerEvent) yield event()
   }
   // What the index has and the repo does not: gone since (or never there at this rev).

@@ -77,14 +77,12 @@ function records() {
 
 async function buildRepo(key: Secp256k1Keypair): Promise<Uint8Array> {
   const storage = new MemoryBlockstore()
-  const writes = records().map(
-    ([collection, rkey, record]): RecordCreateOp => ({
-      action: WriteOpAction.Create,
-      collection,
-      rkey,
-      record: record as unknown as RecordCreateOp['record'],
-    }),
-  )
+  const writes = records().map(([collection, rkey, record]): RecordCreateOp => ({
+    action: WriteOpAction.Create,
+    collection,
+    rkey,
+    record: record as unknown as RecordCreateOp['record'],
+  }))
   const repo = await Repo.create(storage, DID, key, writes)
   return blocksToCarFile(repo.cid, storage.blocks)
 }
@@ -196,8 +194,8 @@ describe('CarReader', () => {
 
   it('refuses a CAR the reference refuses, from a worker', async () => {
     const other = await Secp256k1Keypair.create()
-    await expect(
-      onWorker.read(body(bytes), { did: DID, signingKey: other.did() }),
-    ).rejects.toThrow(RepoCarError)
+    await expect(onWorker.read(body(bytes), { did: DID, signingKey: other.did() })).rejects.toThrow(
+      RepoCarError,
+    )
   })
 })

@@ -430,7 +430,7 @@ export function readConfig(env: Env = process.env): Config {
     batchWaitMs: int(env, 'DATAPLANE_BATCH_WAIT_MS', 20, 0, 60_000),
     headProbeMs: int(env, 'DATAPLANE_HEAD_PROBE_SECONDS', 30, 0, 86_400) * 1000,
     backfill: {
-      concurrency: int(env, 'DATAPLANE_BACKFILL_CONCURRENCY', 32, 0, 1000),
+      concurrency: int(env, 'DATAPLANE_BACKFILL_CONCURRENCY', 128, 0, 1000),
       perHost: int(env, 'DATAPLANE_BACKFILL_PER_HOST', 4, 1, 1000),
       memoryBytes: int(env, 'DATAPLANE_BACKFILL_MEMORY_MB', 64, 1, 65_536) * 1024 * 1024,
       retryBaseMs: int(env, 'DATAPLANE_BACKFILL_RETRY_SECONDS', 60, 1, 86_400) * 1000,

@@ -13,14 +13,13 @@
 // what is accepted, dropped or refused never depends on which path read the frame
 // (tests/indexer/commit-frame.test.ts holds the two paths to the same results). The one thing the
 // reference does not check, a commit proof that does not undo, is refused here.
-import { hash } from 'node:crypto'
-import { fromUint8Array as readCar } from '@atcute/car'
-import { BytesWrapper, decode as decodeCbor, decodeFirst, encode as encodeCbor } from '@atcute/cbor'
-import { CidLinkWrapper, HASH_SHA256, toString as cidString, type Cid } from '@atcute/cid'
+import { BytesWrapper, decodeFirst, encode as encodeCbor } from '@atcute/cbor'
+import { CidLinkWrapper, toString as cidString } from '@atcute/cid'
 import { MemoryBlockStore, NodeStore, NodeWalker, type BlockMap } from '@atcute/mst'
 import { cborToLexRecord } from '@atproto/repo'
 import { verifySignature } from '@openplane/signatures'
 import { counter } from '@openplane/telemetry'
+import { hashMatches, openCar, sameBytes, signedCommit, type SignedCommit } from './commit-block.ts'
 import { invertsTo } from './commit-proof.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
 import { isDid, isObj, isSeq, isTime } from './frame-values.ts'
@@ -45,12 +44,6 @@ export interface DecodedCommit {
  * slash, several, characters an AT-URI parser treats specially) go the reference way.
  */
 const SIMPLE_PATH = /^[a-zA-Z0-9.-]+\/[a-zA-Z0-9._:~-]+$/
-
-const sameBytes = (a: Uint8Array, b: Uint8Array) => {
-  if (a.length !== b.length) return false
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
-  return true
-}
 
 interface WantedOp {
   action: 'create' | 'update' | 'delete'
@@ -253,26 +246,6 @@ function allBlocks(car: Uint8Array): { blocks: BlockMap; root: Uint8Array } | un
   return root && { blocks, root }
 }
 
-interface SignedCommit {
-  did: string
-  version: 3
-  data: CidLinkWrapper
-  rev: string
-  prev: CidLinkWrapper | null
-  sig: BytesWrapper
-}
-
-/** The root block as a v3 commit with exactly the fields the reference reads and signs. */
-function signedCommit(root: Uint8Array, repo: string): SignedCommit | undefined {
-  const value = decodeCbor(root) as unknown
-  if (!isObj(value) || Object.keys(value).length !== 6) return undefined
-  const { did, version, data, rev, prev, sig } = value
-  if (did !== repo || version !== 3 || typeof rev !== 'string') return undefined
-  if (!(data instanceof CidLinkWrapper) || !(sig instanceof BytesWrapper)) return undefined
-  if (prev !== null && !(prev instanceof CidLinkWrapper)) return undefined
-  return { did, version, data, rev, prev, sig }
-}
-
 /** Whether the commit is signed by the DID's key (asked again, uncached, once if not). */
 async function signedBy(commit: SignedCommit, did: string, keyOf: KeyOf): Promise<boolean> {
   const { sig, ...unsigned } = commit
@@ -296,17 +269,4 @@ async function proven(blocks: BlockMap, root: string, ops: WantedOp[]): Promise<
     if (op.action === 'delete' ? found !== null : found?.$link !== op.cid!.$link) return false
   }
   return true
-}
-
-/** A CARv1 reader over the bytes, if its header is the one the reference reads. */
-function openCar(car: Uint8Array): ReturnType<typeof readCar> | undefined {
-  const reader = readCar(car)
-  const head = reader.header.data as unknown
-  if (!isObj(head) || head.version !== 1 || !Array.isArray(head.roots)) return undefined
-  return reader
-}
-
-function hashMatches(cid: Cid, bytes: Uint8Array): boolean {
-  if (cid.version !== 1 || cid.digest.codec !== HASH_SHA256) return false
-  return sameBytes(hash('sha256', bytes, 'buffer'), cid.digest.contents)
 }

@@ -12,6 +12,7 @@ import { childLogger, counter } from '@openplane/telemetry'
 import { checkRecords } from './checks.ts'
 import { decodeFrame, type FrameOptions, type FrameResult } from './frames.ts'
 import { decodeCpuSeconds, stageSeconds, threadCpuSeconds } from './stages.ts'
+import { WorkerExits } from './worker-exits.ts'
 
 const log = childLogger('decoder')
 const restarts = counter(
@@ -104,8 +105,6 @@ interface Slot {
 
 /** Frames gathered into one message: enough to pay for the hop, few enough to keep order flowing. */
 const PER_MESSAGE = 64
-/** Worker exits within ten seconds after which workers are given up. */
-const MAX_DEATHS = 5
 
 class WorkerDecoder implements FrameDecoder {
   private readonly slots: Slot[] = []
@@ -115,8 +114,8 @@ class WorkerDecoder implements FrameDecoder {
   private scheduled = false
   private nextId = 0
   private stopped = false
-  /** When workers exited lately; too many and decoding stays on this thread. */
-  private deaths: number[] = []
+  /** Too many exits lately and decoding stays on this thread. */
+  private readonly exits = new WorkerExits()
   private here = false
 
   constructor(workers: number, setup: WorkerSetup, frameOpts: FrameOptions) {
@@ -186,12 +185,9 @@ class WorkerDecoder implements FrameDecoder {
     worker.on('exit', (code) => {
       if (this.stopped) return
       restarts.inc()
-      const now = Date.now()
-      this.deaths = [...this.deaths.filter((t) => now - t < 10_000), now]
       this.slots.splice(this.slots.indexOf(slot), 1)
-      // Workers that cannot stay up (a broken install, no memory for them) must not be
-      // respawned in a hot loop: decoding falls back to this thread, slower but complete.
-      if (this.deaths.length > MAX_DEATHS) {
+      // Decoding falls back to this thread, slower but complete.
+      if (this.exits.tooMany()) {
         log.error({ code }, 'decode workers keep exiting; decoding on the writer thread')
         this.here = true
         for (const sent of slot.sent.values()) void this.decodeHere(sent)

@@ -248,7 +248,7 @@ export class BatchState {
     return rows
   }
 
-  /** Loads everything missed so far: one query per table and lookup shape. */
+  /** Loads everything missed so far: one query per table and lookup shape, all at once. */
   async load(): Promise<void> {
     const started = performance.now()
     try {
@@ -261,7 +261,7 @@ export class BatchState {
   private async loadMisses(): Promise<void> {
     const pending = [...this.misses.values()]
     this.misses = new Map()
-    for (const { lookup, values } of pending) {
+    const reads = pending.map(({ lookup, values }) => {
       const { table, columns } = lookup
       const t = this.table(table)
       const tuples = [...values.values()]
@@ -279,7 +279,7 @@ export class BatchState {
       )
       const chain = CHAINS[table]
       const byPk = columns.length === pk.length && pk.every((c, i) => columns[i] === c)
-      const { rows } = await (
+      const query =
         chain && byPk && pk.length === 1
           ? sql<Row>`
           with recursive chain(key, next, depth) as (
@@ -296,7 +296,15 @@ export class BatchState {
           : sql<Row>`
           select ${select} from ${sql.table(table)}
           where (${cols}) in (select * from unnest(${unnest}))`
-      ).execute(this.db)
+      return { table, columns, tuples, pk, chain, byPk, query }
+    })
+    // Outside a transaction (planning on the pool) the reads go at once, each on a connection
+    // of its own: their round trips overlap. A transaction's connection takes them in turn.
+    const results = this.db.isTransaction
+      ? await sequentially(reads.map((r) => () => r.query.execute(this.db)))
+      : await Promise.all(reads.map((r) => r.query.execute(this.db)))
+    for (const [i, { table, columns, tuples, pk, chain, byPk }] of reads.entries()) {
+      const { rows } = results[i]!
       this.queries++
       const known = this.knownTable(table)
       const matches = new Map<string, string[]>()
@@ -487,4 +495,10 @@ function pick(row: Row, columns: readonly string[]): Where {
   const where: Where = {}
   for (const c of columns) where[c] = (row[c] ?? null) as Value
   return where
+}
+
+async function sequentially<T>(runs: (() => Promise<T>)[]): Promise<T[]> {
+  const out: T[] = []
+  for (const run of runs) out.push(await run())
+  return out
 }
