@@ -56,6 +56,8 @@ export function decodeJetstream(bytes: Uint8Array): FrameResult {
   }
 }
 
+const STRICT = { strict: true } as const
+
 function commit(value: unknown, base: { seq: number; time: string; did: string }): FrameResult {
   const { seq } = base
   if (!isObj(value)) return { kind: 'malformed', seq, reason: 'commit without a body' }
@@ -72,12 +74,15 @@ function commit(value: unknown, base: { seq: number; time: string; did: string }
     if (typeof cid !== 'string' || !isObj(record)) {
       return { kind: 'malformed', seq, reason: `${operation} without record or cid` }
     }
-    op = {
-      action: operation as 'create' | 'update',
-      collection,
-      rkey,
-      cid,
-      record: jsonToLex(record as JsonObject),
+    const action = operation as 'create' | 'update'
+    try {
+      // Strict: the data model's JSON rules (integers only, well-formed $link, $bytes and blob
+      // objects, a non-empty string $type); a record made by another implementation that breaks
+      // them is an invalid record, counted and skipped like one the lexicon refuses.
+      op = { action, collection, rkey, cid, record: jsonToLex(record as JsonObject, STRICT) }
+    } catch (err) {
+      const invalid = `record is not valid data-model JSON: ${(err as Error).message}`
+      op = { action, collection, rkey, cid, checked: { invalid } }
     }
   }
   return { kind: 'event', event: { type: 'commit', ...base, commit: '', rev, ops: [op] } }
