@@ -49,6 +49,8 @@ export async function startIndexerOn(
     onGap?: (gap: SourceGap) => void
     /** Jetstream: a first event this many seconds after the cursor is a gap (default 60). */
     jetstreamGapSeconds?: number
+    /** How long an identity lookup may take (default 1 s: tests of unresponsive hosts). */
+    identityTimeoutMs?: number
   } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
@@ -57,11 +59,11 @@ export async function startIndexerOn(
   const identityOptions = {
     plcUrl: target.plcUrl,
     allowPrivateNetwork: true,
-    timeoutMs: 1000,
+    timeoutMs: opts.identityTimeoutMs ?? 1000,
     testHandles: target.testPdsUrl ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl } : undefined,
   }
   const identity = createIdentity(identityOptions)
-  const deps = writerDeps(identity, 1000)
+  const deps = writerDeps(identity, opts.identityTimeoutMs ?? 1000)
   const community = opts.community && (await Community.open(db.db, opts.community, false))
   const writer = new Writer(db.db, deps, { scope: community })
   if (community) writer.onCommitted(community.onCommitted)

@@ -27,8 +27,11 @@ describe('Jetstream vs the firehose', () => {
     const { corpus } = recorded
     server = await ReplayServer.start({ corpus })
     const target = { source: server.url, plcUrl: server.httpUrl, testPdsUrl: server.httpUrl }
+    // The tables compared include when each actor's handle was first checked: a lookup timing
+    // out on a loaded machine would move that to a later event on one side only.
+    const patient = { identityTimeoutMs: 10_000 }
     const lastSeq = corpus.seqAt(corpus.frames - 1)
-    firehose = await startIndexerOn(target)
+    firehose = await startIndexerOn(target, patient)
     // The last message Jetstream sends: the newest frame with an op the plugins index.
     const view = new JetstreamView(corpus)
     const wanted = indexedCollections()
@@ -45,6 +48,7 @@ describe('Jetstream vs the firehose', () => {
     }
     for (const kind of ['zstd', 'plain'] as const) {
       jetstream[kind] = await startIndexerOn(target, {
+        ...patient,
         jetstream: { compress: kind === 'zstd' },
         initialCursor: view.timeUs(0),
       })
@@ -52,8 +56,9 @@ describe('Jetstream vs the firehose', () => {
     // A community of a tenth of the network's accounts, on each source.
     members = [...accounts].filter((_, n) => n % 10 === 0)
     const scope = { dids: members, lists: [], follows: false }
-    community.firehose = await startIndexerOn(target, { community: scope })
+    community.firehose = await startIndexerOn(target, { ...patient, community: scope })
     community.jetstream = await startIndexerOn(target, {
+      ...patient,
       jetstream: { compress: true },
       initialCursor: view.timeUs(0),
       community: scope,
