@@ -176,25 +176,50 @@ export class ThreadOrder {
     return out
   }
 
+  /** Lookups asked for in this turn, answered together (see lookup). */
+  private asked: {
+    uris: string[]
+    dids: string[]
+    resolve: (found: Found) => void
+    reject: (err: unknown) => void
+  }[] = []
+
   /**
    * Of these records, those indexed; of these repos, those this backfill has yet to write
-   * (pending). One statement: each costs a round trip.
+   * (pending). The repos split in one turn ask in one statement: each costs a round trip, and
+   * small repos come many at a time. (The answer may hold more than was asked: facts about
+   * other records and repos, true at the same moment.)
    */
-  private async lookup(
-    uris: string[],
-    dids: string[],
-  ): Promise<{ indexed: Set<string>; unwritten: Set<string> }> {
-    const { rows } = await sql<{ kind: 'record' | 'repo'; key: string }>`
-      select 'record' as kind, uri as key from record where uri = any(${uris}::text[])
-      union all
-      select 'repo', did from openplane_repo where did = any(${dids}::text[]) and state = 'pending'`.execute(
-      this.db,
-    )
-    const indexed = new Set<string>()
-    const unwritten = new Set<string>()
-    for (const r of rows) (r.kind === 'record' ? indexed : unwritten).add(r.key)
-    return { indexed, unwritten }
+  private lookup(uris: string[], dids: string[]): Promise<Found> {
+    return new Promise((resolve, reject) => {
+      if (!this.asked.length) setImmediate(() => void this.answer())
+      this.asked.push({ uris, dids, resolve, reject })
+    })
   }
+
+  private async answer(): Promise<void> {
+    const asked = this.asked
+    this.asked = []
+    const uris = [...new Set(asked.flatMap((a) => a.uris))]
+    const dids = [...new Set(asked.flatMap((a) => a.dids))]
+    try {
+      const { rows } = await sql<{ kind: 'record' | 'repo'; key: string }>`
+        select 'record' as kind, uri as key from record where uri = any(${uris}::text[])
+        union all
+        select 'repo', did from openplane_repo
+        where did = any(${dids}::text[]) and state = 'pending'`.execute(this.db)
+      const found: Found = { indexed: new Set(), unwritten: new Set() }
+      for (const r of rows) (r.kind === 'record' ? found.indexed : found.unwritten).add(r.key)
+      for (const a of asked) a.resolve(found)
+    } catch (err) {
+      for (const a of asked) a.reject(err)
+    }
+  }
+}
+
+interface Found {
+  indexed: Set<string>
+  unwritten: Set<string>
 }
 
 export const uriOf = (did: string, op: { collection: string; rkey: string }) =>
