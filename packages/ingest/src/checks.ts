@@ -20,8 +20,9 @@ export function refOf(evt: Commit, op: CommitOp): RecordRef {
 
 /**
  * Marks each created or updated record of a commit valid (with its JSON) or invalid (with the
- * reason, record dropped), unless it was judged already. A check that fails otherwise than by refusing the record leaves the
- * op unmarked: the writer checks it again and reports that failure itself.
+ * reason, record dropped), unless it was judged already. A check that fails otherwise than by
+ * refusing the record leaves the op unmarked: the writer checks it again and reports that
+ * failure itself.
  */
 export function checkRecords(evt: Commit): void {
   for (const op of evt.ops) {
