@@ -1,33 +1,32 @@
 // Applies a batch of firehose events in one transaction together with the source's cursor, so
 // a restart resumes exactly after the last applied batch (exactly-once effects; positions.ts).
 // Network lookups (handles, account hosting: prepare.ts) happen before the transaction opens, for
-// the next batch while this one is written (planned ahead). Inside it the batch is planned,
-// then applied: every read the plugins make is loaded in bulk (batch/state.ts), the plan yields
-// each table's net row changes, and each table is written once (batch/apply.ts). An account
-// deletion is a barrier: what comes before it is applied, then the deletion, then the rest.
-// A record that fails to plan is skipped (counted and logged); if the database refuses the
+// the next batch while this one is written (planned ahead: ahead.ts). Inside it the batch is
+// planned, then applied: every read the plugins make is loaded in bulk (batch/state.ts), the plan
+// yields each table's net row changes, and each table is written once (batch/apply.ts). An
+// account deletion is a barrier: what comes before it is applied, then the deletion, then the
+// rest. A record that fails to plan is skipped (counted and logged); if the database refuses the
 // applied batch, it is redone in halves behind savepoints until the events at fault stand alone
 // and are skipped, never taking their neighbours down with them. A COMMIT whose reply is lost is
-// settled by asking Postgres (settle.ts), so a batch's changes reach the listeners exactly once
-// whether or not it committed. Graph and timeline changes come from the plan's net writes, never
-// from whether a statement happened to add rows, so a retried batch can neither drop nor double
-// one.
+// settled by asking Postgres (attempt.ts, settle.ts), so a batch's changes reach the listeners
+// exactly once whether or not it committed. Graph and timeline changes come from the plan's net
+// writes, never from whether a statement happened to add rows, so a retried batch can neither
+// drop nor double one.
 // Batches of every source (live streams, the backfill) are written one at a time, and live events
 // of a repo being backfilled are set aside until its backfill is written (repo-gate.ts). In a
 // community deployment, live events of accounts outside it are skipped (scope.ts).
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
-import { childLogger, counter, histogram } from '@openplane/telemetry'
-import { applyPlanned, BatchRun, planRange, type Outcome, type Planned } from './batch/run.ts'
+import { childLogger, histogram } from '@openplane/telemetry'
+import { earlyWork, PlanAhead } from './ahead.ts'
+import { Attempts } from './attempt.ts'
+import type { Outcome } from './batch/run.ts'
 import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
-import type { Prepared } from './batch/steps.ts'
 import type { Change } from './changes.ts'
 import type { IngestEvent } from './events.ts'
 import type { WriterDeps } from './deps.ts'
 import { dropHeld, dropHeldUpTo, loadHeld, unreadableHeld } from './held-store.ts'
 import { cursorPosition, markedPosition, type Position } from './positions.ts'
-import { prepareBatch } from './prepare.ts'
-import { committed as settled } from './settle.ts'
 import { RepoGate, type HoldLimits } from './repo-gate.ts'
 import { scoped, type Scope } from './scope.ts'
 
@@ -39,11 +38,6 @@ const batchSeconds = histogram(
   'Time per batch: network lookups before the transaction, then the transaction',
   ['phase'],
   [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-)
-const plannedAhead = counter(
-  'openplane_indexer_planned_ahead_total',
-  'Batches prepared and planned while the previous one was written, by whether the plan was used',
-  ['outcome'],
 )
 const batchEvents = histogram(
   'openplane_indexer_batch_events',
@@ -75,35 +69,6 @@ export interface RepoChunk {
 /** Committed changes of backfill batches reach listeners under this source. */
 export const BACKFILL_SOURCE = 'backfill'
 
-/** An attempt whose COMMIT was sent but not answered: it may or may not have committed. */
-interface Unsettled extends Outcome {
-  /** Its transaction id, for txid_status(). */
-  xid: string
-  /** Seqs of its batch, in order. */
-  seqs: number[]
-  cursor: number
-}
-
-/** A batch's work done before its transaction. */
-interface Early {
-  prepared: Prepared
-  /** Its plan, unless an account deletion splits it (then it is planned in the transaction). */
-  planned: Planned | undefined
-}
-
-/** The next batch's early work, started while the current one is written. */
-interface Ahead {
-  seqs: number[]
-  /** False once the batch below it did not commit as planned, or another source wrote. */
-  valid: boolean
-  /** The gate's and scope's versions it was planned under: a change since re-plans it. */
-  versions: string
-  work: Promise<Early | undefined>
-}
-
-const sameSeqs = (seqs: number[], batch: IngestEvent[]) =>
-  seqs.length === batch.length && seqs.every((seq, i) => batch[i]!.seq === seq)
-
 /** Held events a restart applies per transaction. */
 const RECOVER_BATCH = 500
 
@@ -112,12 +77,12 @@ export class Writer {
   private readonly deps: WriterDeps
   private listeners: CommitListener[] = []
   private resyncListeners: ((dids: string[]) => void)[] = []
-  /** Per source, the attempt whose commit is still to be settled (settle.ts). */
-  private readonly unsettled = new Map<string, Unsettled>()
+  /** Transactions, and per source the one whose COMMIT is still to be settled (attempt.ts). */
+  private readonly attempts: Attempts
   /** The tables' keys, json and generated columns, read once. */
   private schema: Promise<SchemaInfo> | undefined
-  /** Per source, the next batch being prepared and planned while the current one is written. */
-  private readonly ahead = new Map<string, Ahead>()
+  /** Per source, the next batch prepared and planned while the current one is written. */
+  private readonly planAhead: PlanAhead
   /** Live events of repos being backfilled (see repo-gate.ts). */
   readonly gate: RepoGate
   /**
@@ -133,6 +98,8 @@ export class Writer {
   constructor(db: Db, deps: WriterDeps, opts: { scope?: Scope; hold?: HoldLimits } = {}) {
     this.db = db
     this.deps = deps
+    this.attempts = new Attempts(db)
+    this.planAhead = new PlanAhead(db, deps)
     this.scope = opts.scope
     this.gate = new RepoGate(opts.hold)
   }
@@ -299,19 +266,12 @@ export class Writer {
     nextBatch?: IngestEvent[],
   ): Promise<void> {
     if (!batch.length) return
-    const ahead = this.ahead.get(source)
-    this.ahead.delete(source)
-    const held = this.unsettled.get(source)
-    if (held) {
-      const committed = await settled(this.db, held.xid)
-      this.unsettled.delete(source)
-      if (committed) {
-        log.info({ source, cursor: held.cursor }, 'an unanswered batch commit had gone through')
-        this.deliver(source, held.cursor, held)
-        const retried = held.seqs.every((seq, i) => batch[i]?.seq === seq)
-        if (retried) batch = batch.slice(held.seqs.length)
-        if (!batch.length) return
-      }
+    const left = await this.attempts.settleLeft(source)
+    if (left) {
+      this.deliver(source, left.cursor, left)
+      const retried = left.seqs.every((seq, i) => batch[i]?.seq === seq)
+      if (retried) batch = batch.slice(left.seqs.length)
+      if (!batch.length) return
     }
     batchEvents.observe(batch.length)
     this.schema ??= loadSchemaInfo(this.db).catch((err: unknown) => {
@@ -319,13 +279,10 @@ export class Writer {
       throw err
     })
     const schema = await this.schema
-    const usable =
-      ahead && ahead.valid && ahead.versions === this.versions() && sameSeqs(ahead.seqs, batch)
-    let early = usable ? await ahead.work : undefined
-    if (ahead) plannedAhead.inc({ outcome: early ? 'used' : 'discarded' })
+    let early = await this.planAhead.take(source, batch, this.versions())
     if (!early) {
       const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
-      early = await this.early(schema, batch)
+      early = await earlyWork(this.db, this.deps, schema, batch)
       endPrepare()
     }
     const { prepared, planned } = early
@@ -334,63 +291,38 @@ export class Writer {
     // discards this plan.)
     const next =
       nextBatch?.length && planned
-        ? this.startAhead(
+        ? this.planAhead.start(
+            source,
             schema,
             this.gate.divert(scoped(this.scope, nextBatch, true), true),
             early,
+            this.versions(),
           )
         : undefined
-    if (next) this.ahead.set(source, next)
-    let outcome = await this.attempt(source, batch, prepared, schema, cursor, position, planned)
+    const attempt = {
+      source,
+      batch,
+      prepared,
+      schema,
+      cursor,
+      position,
+      planned,
+      onOutOfSync: (dids: string[]) => {
+        for (const listener of this.resyncListeners) listener(dids)
+      },
+    }
+    let outcome = await this.attempts.run(attempt)
     if ('err' in outcome) {
       // This batch will not commit as planned: what was planned on it must not be used.
       if (next) next.valid = false
       // The database refused something in the batch: redo it, isolating the events at fault.
       const { err } = outcome
       log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
-      outcome = await this.attempt(
-        source,
-        batch,
-        prepared,
-        schema,
-        cursor,
-        position,
-        undefined,
-        true,
-      )
+      outcome = await this.attempts.run({ ...attempt, planned: undefined, isolate: true })
       if ('err' in outcome) throw outcome.err
     }
     this.deliver(source, cursor, outcome)
     log.debug({ events: batch.length, cursor }, 'batch applied')
-  }
-
-  /**
-   * The work on a batch that needs no transaction: network lookups, and, unless an account
-   * deletion splits it, the whole plan (read through the pool; `below` is the batch to be
-   * written before it, if not committed yet).
-   */
-  private async early(schema: SchemaInfo, batch: IngestEvent[], below?: Early): Promise<Early> {
-    const prepared = await prepareBatch(this.db, this.deps, batch, below?.prepared)
-    const planned = prepared.deletions.size
-      ? undefined
-      : await planRange(this.db, schema, batch, 0, batch.length, prepared, below?.planned?.state)
-    return { prepared, planned }
-  }
-
-  private startAhead(schema: SchemaInfo, batch: IngestEvent[], below: Early): Ahead {
-    const ahead: Ahead = {
-      seqs: batch.map((e) => e.seq),
-      valid: true,
-      versions: this.versions(),
-      work: undefined as never,
-    }
-    ahead.work = this.early(schema, batch, below).catch((err: unknown) => {
-      // Planned again in its turn, when the error will show if it persists.
-      log.debug({ err }, 'planning ahead failed')
-      ahead.valid = false
-      return undefined
-    })
-    return ahead
   }
 
   /** What a batch planned ahead was scoped and diverted by. */
@@ -398,62 +330,9 @@ export class Writer {
     return `${this.gate.version}/${this.scope?.version ?? 0}`
   }
 
-  /**
-   * One transaction over the batch: its outcome if it committed, or the error if it surely did
-   * not. When the COMMIT itself failed, the connection may have died after Postgres committed,
-   * so Postgres is asked; while it cannot tell, the attempt is kept for the next call and this
-   * throws.
-   */
-  private async attempt(
-    source: string,
-    batch: IngestEvent[],
-    prepared: Prepared,
-    schema: SchemaInfo,
-    cursor: number,
-    position: Position,
-    planned: Planned | undefined,
-    isolate = false,
-  ): Promise<Outcome | { err: unknown }> {
-    const sent: { xid?: string } = {}
-    // Repos found out of sync are reported only once the batch is known to have committed.
-    const outOfSync = [...prepared.outOfSync]
-    const report = () => {
-      for (const listener of this.resyncListeners) listener(outOfSync)
-    }
-    const outcome: Outcome = { changes: [], pending: outOfSync.length ? [report] : [] }
-    try {
-      await this.db.transaction().execute(async (tx) => {
-        if (planned && !isolate) {
-          const got = await applyPlanned(tx, schema, planned)
-          outcome.changes.push(...got.changes)
-          outcome.pending.push(...got.pending)
-        } else {
-          await new BatchRun(tx, schema, batch, prepared).all(isolate, outcome)
-        }
-        // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went
-        // through.
-        sent.xid = await position(tx)
-      })
-      return outcome
-    } catch (err) {
-      // The xid comes from the last statement before COMMIT: without it, COMMIT was never sent.
-      if (sent.xid === undefined) return { err }
-      const xid = sent.xid
-      log.warn({ err, source, xid }, 'batch commit unanswered; asking Postgres')
-      const held: Unsettled = { ...outcome, xid, seqs: batch.map((e) => e.seq), cursor }
-      this.unsettled.set(source, held)
-      const committed = await settled(this.db, held.xid)
-      this.unsettled.delete(source)
-      if (!committed) return { err }
-      log.info({ source, xid }, 'the unanswered batch commit had gone through')
-      return outcome
-    }
-  }
-
   /** Emits a committed attempt's metrics and logs and hands its changes to the listeners. */
   private deliver(source: string, cursor: number, outcome: Outcome): void {
-    // What another source planned ahead did not see this batch's rows.
-    for (const [other, ahead] of this.ahead) if (other !== source) ahead.valid = false
+    this.planAhead.wrote(source)
     for (const emit of outcome.pending) emit()
     // Listeners follow live sources by cursor; the backfill has none.
     const committed = source === BACKFILL_SOURCE ? { source, cursor: 0 } : { source, cursor }
