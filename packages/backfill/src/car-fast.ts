@@ -46,9 +46,12 @@ export function readRepoFast(
     const rootCid = parseCid(car.roots[0]!.$link).bytes
     let root: Uint8Array | undefined
     const verify = opts.signingKey !== undefined
+    // Verifying, every block is hashed; trusted, the walk stops at the commit (@atcute/repo reads
+    // the blocks again for the tree).
     for (const entry of car) {
       if (verify && !hashMatches(entry.cid, entry.bytes)) return undefined
       if (!root && sameBytes(entry.cid.bytes, rootCid)) root = entry.bytes
+      if (root && !verify) break
     }
     if (!root) return undefined
     const commit = signedCommit(root, opts.did)

@@ -7,7 +7,7 @@
 // again; a repo that kills two workers, or workers that keep dying, are read on this thread, so
 // a repo is never lost to a worker.
 import { Worker } from 'node:worker_threads'
-import { reviveCids, WorkerExits } from '@openplane/ingest'
+import { reviveCids, threadCpuSeconds, WorkerExits } from '@openplane/ingest'
 import { childLogger, counter } from '@openplane/telemetry'
 import { readRepoCar, RepoCarError, type RepoCar, type RepoRecord } from './car.ts'
 import { decodeRepo, type DecodedRepo, type DecodeRequest } from './repo-decode.ts'
@@ -130,12 +130,11 @@ export class CarReader {
   }
 
   private async decodeHere(request: CarRequest): Promise<DecodedRepo> {
-    const { user, system } = process.threadCpuUsage()
+    const before = threadCpuSeconds()
     try {
       return await decodeRepo(request.bytes, request)
     } finally {
-      const now = process.threadCpuUsage()
-      decodeCpu.inc((now.user - user + now.system - system) / 1e6)
+      decodeCpu.inc(threadCpuSeconds() - before)
     }
   }
 
