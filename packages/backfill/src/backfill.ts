@@ -28,7 +28,13 @@ import { CarReader } from './car-reader.ts'
 import { Committer } from './committer.ts'
 import { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 import { HostLimits } from './hosts.ts'
-import { IndexedRecords, indexedRecords, repoEvents, type RepoDiffCounts } from './reconcile.ts'
+import {
+  IndexedRecords,
+  indexedRecords,
+  repoEvents,
+  type IndexedRepo,
+  type RepoDiffCounts,
+} from './reconcile.ts'
 import { markFailed, markPurged, RepoTable, type RepoKey, type RetryPolicy } from './repos.ts'
 import { ThreadOrder, uriOf, type Woken } from './thread-order.ts'
 
@@ -172,6 +178,8 @@ export class Backfill {
   private readonly parked = new Map<string, Parked>()
   /** Repos still being written whose woken records could not be written. */
   private readonly broken = new Set<string>()
+  /** Repos found fresh (IndexedRepo.fresh) while their CAR is written: whether a write went. */
+  private readonly fresh = new Map<string, { written: boolean }>()
   /** Per repo in flight, what gives up its fetch (its held events passed a bound). */
   private readonly aborts = new Map<string, AbortController>()
   private gaugesAt = 0
@@ -506,7 +514,7 @@ export class Backfill {
   private async fetchAndWrite(
     did: string,
     signal: AbortSignal,
-    indexed: Promise<Map<string, string> | undefined> | undefined,
+    indexed: Promise<IndexedRepo | undefined> | undefined,
   ): Promise<'done' | 'waiting'> {
     const { pds, signingKey } = await this.resolve(did)
     this.opts.prefetch?.see(did, new Date().toISOString())
@@ -553,9 +561,25 @@ export class Backfill {
     host: string,
     car: RepoCar,
     signal: AbortSignal,
-    read: Map<string, string> | undefined,
+    read: IndexedRepo | undefined,
   ): Promise<{ counts: RepoDiffCounts; parked: boolean }> {
     const indexed = read ?? (await indexedRecords(this.opts.db, did))
+    if (!indexed.fresh) return this.writeEvents(did, host, car, signal, indexed)
+    this.fresh.set(did, { written: false })
+    try {
+      return await this.writeEvents(did, host, car, signal, indexed)
+    } finally {
+      this.fresh.delete(did)
+    }
+  }
+
+  private async writeEvents(
+    did: string,
+    host: string,
+    car: RepoCar,
+    signal: AbortSignal,
+    indexed: IndexedRepo,
+  ): Promise<{ counts: RepoDiffCounts; parked: boolean }> {
     const counts: RepoDiffCounts = {
       records: 0,
       created: 0,
@@ -602,12 +626,25 @@ export class Backfill {
    */
   private async writeReady(did: string, events: Commit[], done?: Parked): Promise<void> {
     if (!events.length && !done) return
+    this.markFresh(did, events)
     const batch: IngestEvent[] = events.length
       ? events
       : [{ type: 'skip', seq: ++this.seq, time: new Date().toISOString(), did: '' }]
     const finish = done && { rev: done.rev }
     await this.committer.write({ did, events: batch, finish }, done && { did, ...done })
     await this.wake(this.order.written(events.flatMap((e) => e.ops.map((op) => uriOf(did, op)))))
+  }
+
+  /**
+   * Marks a fresh repo's first write for the writer, which then knows that no row its records make
+   * by their creator exists yet. Marked as it is handed to the committer, which writes in that
+   * order.
+   */
+  private markFresh(did: string, events: Commit[]): void {
+    const fresh = this.fresh.get(did)
+    if (!fresh || fresh.written || !events.length) return
+    for (const evt of events) evt.firstWrite = true
+    fresh.written = true
   }
 
   /**

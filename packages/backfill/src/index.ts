@@ -5,6 +5,7 @@ export {
   type BackfillStats,
 } from './backfill.ts'
 export { RepoTable, type RepoCounts } from './repos.ts'
+export { indexedRecords, type IndexedRepo } from './reconcile.ts'
 export { fetchRepo, RepoFetchError } from './fetch-repo.ts'
 export { readRepoCar, RepoCarError } from './car.ts'
 export { listRepos, listReposByCollection, parseDidList, readDidList } from './enumerate.ts'

@@ -20,14 +20,48 @@ export interface EventSource {
   opsPerEvent: number
 }
 
-/** The repo's current record CIDs in the index, by URI. */
+/** What the index holds of a repo, read before its records are written. */
+export interface IndexedRepo {
+  /** Its records' CIDs, by URI. */
+  records: Map<string, string>
+  /**
+   * Nothing of it: no record, nor a feed item (an account deletion leaves those). Its records'
+   * rows are then known absent when written (`newRecords` on its events).
+   */
+  fresh: boolean
+}
+
+/** A row per record of the repos, and one with a null uri per repo that has a feed item. */
+const readRepos = (db: Kysely<DatabaseSchema>, dids: string[]) =>
+  sql<{ did: string; uri: string | null; cid: string | null }>`
+    select did, uri, cid from record where did = any(${dids}::text[])
+    union all
+    select f."originatorDid", null, null from unnest(${dids}::text[]) d(did)
+    cross join lateral (
+      select "originatorDid" from feed_item where "originatorDid" = d.did limit 1
+    ) f`.execute(db)
+
+function byRepo(
+  dids: string[],
+  rows: { did: string; uri: string | null; cid: string | null }[],
+): Map<string, IndexedRepo> {
+  const out = new Map(dids.map((d) => [d, { records: new Map<string, string>(), fresh: true }]))
+  for (const r of rows) {
+    const repo = out.get(r.did)
+    if (!repo) continue
+    repo.fresh = false
+    if (r.uri !== null) repo.records.set(r.uri, r.cid!)
+  }
+  return out
+}
+
+/** What the index holds of one repo. */
 export async function indexedRecords(
   db: Kysely<DatabaseSchema>,
   did: string,
-): Promise<Map<string, string>> {
-  const { rows } = await sql<{ uri: string; cid: string }>`
-    select uri, cid from record where did = ${did}`.execute(db)
-  return new Map(rows.map((r) => [r.uri, r.cid]))
+): Promise<IndexedRepo> {
+  const { rows } = await readRepos(db, [did])
+  return byRepo([did], rows).get(did)!
 }
 
 /**
@@ -38,7 +72,7 @@ export async function indexedRecords(
 export class IndexedRecords {
   private readonly db: Kysely<DatabaseSchema>
   private readonly writer: Writer
-  private waiting = new Map<string, ((m: Map<string, string> | undefined) => void)[]>()
+  private waiting = new Map<string, ((m: IndexedRepo | undefined) => void)[]>()
   private scheduled = false
 
   constructor(db: Kysely<DatabaseSchema>, writer: Writer) {
@@ -47,11 +81,11 @@ export class IndexedRecords {
   }
 
   /**
-   * The repo's records by URI, or undefined if they could not be read (read them again). Ask
+   * What the index holds of the repo, or undefined if it could not be read (read it again). Ask
    * once the repo is held: the read waits for the batches already being written, so none of the
    * repo's live events lands after it.
    */
-  load(did: string): Promise<Map<string, string> | undefined> {
+  load(did: string): Promise<IndexedRepo | undefined> {
     return new Promise((resolve) => {
       const list = this.waiting.get(did)
       if (list) list.push(resolve)
@@ -68,14 +102,10 @@ export class IndexedRecords {
     const waiting = this.waiting
     this.waiting = new Map()
     const dids = [...waiting.keys()]
-    let byDid: Map<string, Map<string, string>> | undefined
+    let byDid: Map<string, IndexedRepo> | undefined
     try {
-      const { rows } = await this.writer.between(() =>
-        sql<{ did: string; uri: string; cid: string }>`
-          select did, uri, cid from record where did = any(${dids}::text[])`.execute(this.db),
-      )
-      byDid = new Map(dids.map((d) => [d, new Map<string, string>()]))
-      for (const r of rows) byDid.get(r.did)?.set(r.uri, r.cid)
+      const { rows } = await this.writer.between(() => readRepos(this.db, dids))
+      byDid = byRepo(dids, rows)
     } catch {
       byDid = undefined
     }
@@ -95,11 +125,14 @@ export interface RepoDiffCounts {
 /** Events that make the index hold the CAR's records, `opsPerEvent` ops to an event. */
 export async function* repoEvents(
   car: RepoCar,
-  indexed: Map<string, string>,
+  repo: IndexedRepo,
   src: EventSource,
   counts: RepoDiffCounts,
   onBad: (key: string, reason: string) => void,
 ): AsyncIterable<Commit> {
+  const indexed = repo.records
+  // A fresh repo's creates are marked: no row keyed by them can exist.
+  const unseen = repo.fresh ? ({ unseen: true } as const) : {}
   let ops: CommitOp[] = []
   const event = (): Commit => {
     const evt: Commit = {
@@ -136,8 +169,8 @@ export async function* repoEvents(
     const { collection, rkey, record, checked } = rec
     ops.push(
       checked
-        ? { action, collection, rkey, cid, record, checked }
-        : { action, collection, rkey, cid, record },
+        ? { action, collection, rkey, cid, record, checked, ...unseen }
+        : { action, collection, rkey, cid, record, ...unseen },
     )
     if (ops.length >= src.opsPerEvent) yield event()
   }

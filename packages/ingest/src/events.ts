@@ -14,6 +14,11 @@ export interface CommitOp {
    * valid, the reason when not (the record is then left out). Absent: not checked there.
    */
   checked?: { json: string } | { invalid: string }
+  /**
+   * Set by a backfill on a create in a repo whose records it found none of in the index, nor
+   * its feed items: no row keyed by this record's URI exists (batch/absent.ts).
+   */
+  unseen?: true
 }
 
 interface Base {
@@ -31,6 +36,12 @@ export type IngestEvent =
       /** The rev this commit follows (null: the repo's first); absent when the source omits it. */
       since?: string | null
       ops: CommitOp[]
+      /**
+       * Set by a backfill on a repo whose records it found none of in the index: nothing of the
+       * repo was written since, so no row its records make by their creator exists either
+       * (batch/absent.ts).
+       */
+      firstWrite?: true
     })
   | (Base & { type: 'sync'; commit: string; rev: string })
   | (Base & { type: 'identity' })

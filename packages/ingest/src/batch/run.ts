@@ -11,6 +11,7 @@ import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
 import { WATCHED, type Change, type FeedItemValues } from '../changes.ts'
 import { CounterBuffer } from './counters.ts'
 import type { IngestEvent } from '../events.ts'
+import { absentBefore } from './absent.ts'
 import { applyWrites } from './apply.ts'
 import { Plan } from './plan.ts'
 import { planSteps, settled } from './planner.ts'
@@ -157,7 +158,7 @@ export async function planRange(
   below?: BatchState,
 ): Promise<Planned> {
   const started = performance.now()
-  const state = new BatchState(db, schema, below)
+  const state = new BatchState(db, schema, below, absentBefore(batch, from, to))
   const plan = new Plan(state)
   const steps = stepsFor(batch, from, to, prepared)
   const planned = await planSteps(plan, steps)

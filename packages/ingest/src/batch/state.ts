@@ -9,6 +9,7 @@
 // once.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
+import type { Absent } from './absent.ts'
 import type { SchemaInfo, TableInfo } from './schema.ts'
 
 export type Value = string | number | boolean | null
@@ -93,11 +94,14 @@ export class BatchState {
    * chain further back.
    */
   private below: BatchState | undefined
+  /** Rows known absent from the database before the batch, which no read needs to ask for. */
+  private readonly absent: Absent | undefined
 
-  constructor(db: Kysely<DatabaseSchema>, schema: SchemaInfo, below?: BatchState) {
+  constructor(db: Kysely<DatabaseSchema>, schema: SchemaInfo, below?: BatchState, absent?: Absent) {
     this.db = db
     this.schema = schema
     this.below = below
+    this.absent = absent
   }
 
   /** Whether keys wait to be loaded. */
@@ -137,8 +141,12 @@ export class BatchState {
       return this.byKey(table, pk, pk.length === 1 ? values : pk.map((c) => where[c]!))
     }
     const shape = columns.length === 1 ? columns[0]! : columns.join(',')
-    const found = this.lookups.get(`${table}${SEP}${shape}${SEP}${keyOf(values)}`)
-    if (!found) return this.miss({ table, columns }, values)
+    const lookup = `${table}${SEP}${shape}${SEP}${keyOf(values)}`
+    let found = this.lookups.get(lookup)
+    if (!found) {
+      if (!this.absent?.has(table, columns, values)) return this.miss({ table, columns }, values)
+      this.lookups.set(lookup, (found = []))
+    }
     const out: Row[] = []
     const known = this.base.get(table)!
     for (const key of found) {
@@ -172,7 +180,12 @@ export class BatchState {
       return row ? [row] : []
     }
     const known = this.base.get(table)
-    if (!known?.has(key)) return this.miss({ table, columns: [...pk] }, pkValues)
+    if (!known?.has(key)) {
+      if (!this.knownAbsent(table, pk, pkValues, key)) {
+        return this.miss({ table, columns: [...pk] }, pkValues)
+      }
+      return []
+    }
     const row = known.get(key)!
     return row ? [row] : []
   }
@@ -211,7 +224,7 @@ export class BatchState {
       this.overlay.get(table)?.has(key) ||
       this.below?.overlay.get(table)?.has(key) ||
       this.base.get(table)?.has(key)
-    if (!known) {
+    if (!known && !this.knownAbsent(table, t.primary, pkValues, key)) {
       this.miss({ table, columns: [...t.primary] }, pkValues)
     }
     this.setOverlay(table, key, row, true)
@@ -468,6 +481,13 @@ export class BatchState {
     let m = this.base.get(table)
     if (!m) this.base.set(table, (m = new Map()))
     return m
+  }
+
+  /** Whether the key is known absent before the batch; if so it is recorded as read. */
+  private knownAbsent(table: string, pk: readonly string[], values: unknown[], key: string) {
+    if (!this.absent?.has(table, pk, values)) return false
+    this.knownTable(table).set(key, null)
+    return true
   }
 
   private miss(lookup: Lookup, values: unknown[]): Row[] {
