@@ -141,4 +141,13 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
    * planning pass of their own.
    */
   readsOnDelete?(uri: string): { table: TableName; where: Partial<Record<string, string>> }[]
+  /**
+   * Rows a create of this record reads beyond its own (a reply's thread and gate, say), as far as
+   * the record alone tells. A batch whose own rows need no reading (a fresh repo's backfill)
+   * loads them before it plans, so the step runs once instead of missing them first.
+   */
+  readsOnCreate?(
+    ref: RecordRef,
+    record: Rec,
+  ): { table: TableName; where: Partial<Record<string, string>> }[]
 }

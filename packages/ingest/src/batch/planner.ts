@@ -7,6 +7,8 @@ import type { Plan } from './plan.ts'
 
 export interface Step {
   run(plan: Plan): void
+  /** Reads what the step is known to read beyond its own rows (noted as misses, not loaded). */
+  reads?(plan: Plan): void
   /** The step failed (its changes are undone): count and log it, into the plan. */
   failed(plan: Plan, err: unknown): void
 }

@@ -8,7 +8,7 @@ import type { CommitOp, IngestEvent } from '../events.ts'
 import type { Plan } from './plan.ts'
 import type { Step } from './planner.ts'
 import { createRecord, deleteRecord, rememberJson, updateRecord } from './records.ts'
-import type { BatchState } from './state.ts'
+import type { BatchState, Where } from './state.ts'
 
 const log = childLogger('writer')
 export const opsTotal = counter(
@@ -102,6 +102,10 @@ function eventFailed(evt: IngestEvent) {
 /** The stock's handle write: a verified handle held by another actor is taken from it. */
 function handleStep(did: string, handle: string | null, time: string): Step {
   return {
+    reads({ state }) {
+      if (handle !== null) state.rows('actor', { handle })
+      state.rows('actor', { did })
+    },
     run({ state }) {
       if (handle !== null) {
         for (const other of state.rows('actor', { handle })) {
@@ -149,7 +153,24 @@ function opStep(evt: Commit, op: CommitOp): Step {
   const plugin = pluginFor(op.collection)
   const label = { collection: op.collection, action: op.action }
   let parsed: { rec: unknown } | { err: unknown } | undefined
+  // Checked once, where the frame was decoded or here: planning may run the step again.
+  const parse = (p: NonNullable<typeof plugin>) =>
+    (parsed ??= op.checked
+      ? checkedAtDecode(op.record, op.checked)
+      : parseOnce(() => {
+          const rec = p.parse(op.record)
+          p.check?.(ref, rec)
+          return rec
+        }))
   return {
+    reads(plan) {
+      if (op.action !== 'create' || !plugin?.readsOnCreate) return
+      const got = parse(plugin)
+      if ('err' in got) return
+      for (const { table, where } of plugin.readsOnCreate(ref, got.rec)) {
+        plan.state.rows(table, where as Where)
+      }
+    },
     run(plan) {
       if (!plugin) {
         plan.later.push(() =>
@@ -163,16 +184,9 @@ function opStep(evt: Commit, op: CommitOp): Step {
         return
       }
       try {
-        // Checked once, where the frame was decoded or here: planning may run the step again.
-        parsed ??= op.checked
-          ? checkedAtDecode(op.record, op.checked)
-          : parseOnce(() => {
-              const rec = plugin.parse(op.record)
-              plugin.check?.(ref, rec)
-              return rec
-            })
-        if ('err' in parsed) throw parsed.err
-        const rec = parsed.rec
+        const got = parse(plugin)
+        if ('err' in got) throw got.err
+        const rec = got.rec
         if (op.action === 'create') createRecord(plan, plugin, ref, rec)
         else updateRecord(plan, plugin, ref, rec)
       } catch (err) {

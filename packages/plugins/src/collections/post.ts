@@ -21,6 +21,30 @@ export const post: RecordPlugin<Post, 'post'> = {
   table: 'post',
   parse: (record) => assertRecord<Post>('app.bsky.feed.post', record),
   // Replies and quotes read the thread and the quoted post; a plain post reads nothing.
+  readsOnCreate(ref, rec) {
+    const reads: { table: 'record' | 'post' | 'quote'; where: Record<string, string> }[] = []
+    if (rec.reply) {
+      const { root, parent } = rec.reply
+      // validateReply's records, the parent's post (its thread above, in the same load),
+      // hiddenReplies' gate and descendantsOf's first level.
+      reads.push(
+        { table: 'record', where: { uri: parent.uri } },
+        { table: 'record', where: { uri: root.uri } },
+        { table: 'record', where: { uri: gateUriOf(root.uri, 'threadgate') } },
+        { table: 'post', where: { uri: parent.uri } },
+        { table: 'post', where: { replyParent: ref.uri } },
+      )
+    }
+    const quoted = quotedPost(rec)
+    if (quoted) {
+      // violatesEmbeddingRules' gate, and ownQuoteSubject.
+      reads.push(
+        { table: 'record', where: { uri: gateUriOf(quoted.uri, 'postgate') } },
+        { table: 'quote', where: { uri: ref.uri } },
+      )
+    }
+    return reads
+  },
 
   toRow(db, ref, rec) {
     const row = {
