@@ -119,4 +119,32 @@ describe('load shedding', () => {
       await slow.close()
     }
   })
+
+  it('refuses any rpc past the bound on rpcs in flight, and serves them once they finish', async () => {
+    // Rpcs that wait on the pool do not lag the event loop: only this bound stops their queue.
+    const slow = createPgDb({ url: PG_URL, schema, poolSize: 1 })
+    const bounded = await startServer({
+      host: '127.0.0.1',
+      port: 0,
+      ctx: { db: slow.db, identity: createIdentity({ plcUrl: 'http://127.0.0.1:1' }) },
+      maxRpcsInFlight: 2,
+    })
+    try {
+      const c = createDataPlaneClient(new BasicHostList([bounded.url]), { httpVersion: '2' })
+      const followers = () => answer(c.getFollowers({ actorDid: 'did:plc:reader', limit: 5 }))
+      const hold = sql`select pg_sleep(0.8)`.execute(slow.db)
+      await new Promise((r) => setTimeout(r, 100))
+      const admitted = [followers(), answer(timeline(c))]
+      await new Promise((r) => setTimeout(r, 100))
+      expect(await followers()).toBe('ResourceExhausted')
+      await hold
+      expect(await Promise.all(admitted)).toEqual(['ok', 'ok'])
+      expect(await followers()).toBe('ok')
+      const m = await (await fetch(`${bounded.url}/metrics`)).text()
+      expect(m).toMatch(/^openplane_rpcs_shed_total\{reason="rpcs_in_flight"\} 1$/m)
+    } finally {
+      await bounded.close()
+      await slow.close()
+    }
+  })
 })

@@ -23,6 +23,8 @@ export interface Config {
   shedDelayMs: number
   /** GetTimeline reads in progress at once per process; past it, new ones are refused. 0: no bound. */
   maxTimelineReads: number
+  /** Rpcs of any kind in progress at once per process; past it, new ones are refused. 0: no bound. */
+  maxRpcsInFlight: number
   /** /metrics, /_health, /_ready, /_live and /_wait on their own port instead of the rpc port. */
   ops?: { host: string; port: number }
   tls?: { keyFile: string; certFile: string }
@@ -382,6 +384,7 @@ export function readConfig(env: Env = process.env): Config {
     maxListItems: int(env, 'DATAPLANE_MAX_LIST_ITEMS', 25_000, 100, 30_000),
     shedDelayMs: int(env, 'DATAPLANE_SHED_DELAY_MS', 100, 0, 60_000),
     maxTimelineReads: int(env, 'DATAPLANE_MAX_TIMELINE_READS', 64, 0, 1_000_000),
+    maxRpcsInFlight: int(env, 'DATAPLANE_MAX_RPCS_IN_FLIGHT', 256, 0, 1_000_000),
     ops,
     tls: keyFile && certFile ? { keyFile, certFile } : undefined,
     postgres: pgUrl

@@ -163,6 +163,7 @@ export async function start(config: Config): Promise<Running> {
     maxListItems: config.maxListItems,
     shedDelayMs: config.shedDelayMs,
     maxDirectInFlight: config.maxTimelineReads,
+    maxRpcsInFlight: config.maxRpcsInFlight,
     ops: config.ops,
     tls: config.tls
       ? { key: readFileSync(config.tls.keyFile), cert: readFileSync(config.tls.certFile) }

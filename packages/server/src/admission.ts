@@ -18,7 +18,7 @@ const loopDelay = gauge(
 
 export const shedTotal = counter(
   'openplane_rpcs_shed_total',
-  'Rpcs refused for overload (resource_exhausted), by reason (loop_delay: the event loop lags past DATAPLANE_SHED_DELAY_MS; in_flight: DATAPLANE_MAX_TIMELINE_READS reads already in progress)',
+  'Rpcs refused for overload (resource_exhausted), by reason (loop_delay: the event loop lags past DATAPLANE_SHED_DELAY_MS; in_flight: DATAPLANE_MAX_TIMELINE_READS reads already in progress; rpcs_in_flight: DATAPLANE_MAX_RPCS_IN_FLIGHT rpcs already in progress)',
   ['reason'],
 )
 

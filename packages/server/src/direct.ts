@@ -32,6 +32,13 @@ export interface DirectLaneOptions {
    * about this many reads' time.
    */
   maxInFlight: number
+  /**
+   * Rpcs of any route in progress at once; past it, new ones are refused (resource_exhausted);
+   * 0: no bound. Most rpcs wait on Postgres' pool, whose queue has no end of its own: past the
+   * process's capacity they would wait there ever longer (seconds), without the event loop
+   * lagging. Bounded, an accepted rpc waits behind at most this many.
+   */
+  maxRpcsInFlight: number
   /** Starts an rpc's timer (the same histogram Connect's requests are timed in). */
   startTimer(method: string): EndRpc
   outcome: RpcOutcome
@@ -56,7 +63,7 @@ const { HTTP2_HEADER_METHOD, HTTP2_HEADER_PATH, HTTP2_HEADER_STATUS, HTTP2_HEADE
 export function directLane(
   opts: DirectLaneOptions,
 ): (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean {
-  const lane = { inFlight: 0 }
+  const lane = { inFlight: 0, rpcs: 0 }
   return (stream, headers) => {
     if (headers[HTTP2_HEADER_METHOD] !== 'POST') return false
     const path = headers[HTTP2_HEADER_PATH]
@@ -77,7 +84,7 @@ function serve(
   headers: http2.IncomingHttpHeaders,
   contentType: string,
   opts: DirectLaneOptions,
-  lane: { inFlight: number },
+  lane: { inFlight: number; rpcs: number },
 ): void {
   const end = opts.startTimer(route.name)
   let done = false
@@ -86,10 +93,12 @@ function serve(
   // mostly wait on Postgres, whose own pool bounds them.
   const counted = route.bounded === true
   if (counted) lane.inFlight++
+  lane.rpcs++
   const finish = (frame: Uint8Array | undefined, err?: unknown) => {
     if (done) return
     done = true
     if (counted) lane.inFlight--
+    lane.rpcs--
     clearTimeout(timer)
     if (stream.destroyed || stream.closed) {
       // The caller went away first: its answer has nowhere to go.
@@ -121,9 +130,10 @@ function serve(
   // A reset by the caller surfaces as an error on the stream; 'close' below answers it.
   stream.on('error', () => {})
   const full = counted && opts.maxInFlight > 0 && lane.inFlight > opts.maxInFlight
-  if (full || opts.admission.shed()) {
+  const busy = opts.maxRpcsInFlight > 0 && lane.rpcs > opts.maxRpcsInFlight
+  if (full || busy || opts.admission.shed()) {
     // Refused before its body is read: the cheapest answer the process can give.
-    shedTotal.inc({ reason: full ? 'in_flight' : 'loop_delay' })
+    shedTotal.inc({ reason: full ? 'in_flight' : busy ? 'rpcs_in_flight' : 'loop_delay' })
     finish(undefined, overloaded())
     return
   }

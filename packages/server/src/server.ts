@@ -47,6 +47,8 @@ export interface ServerOptions extends ListenOptions {
    * (resource_exhausted). 0 or unset: no bound.
    */
   maxDirectInFlight?: number
+  /** Rpcs of any kind in progress at once on the direct lane (direct.ts); 0 or unset: no bound. */
+  maxRpcsInFlight?: number
   /**
    * Serve /metrics, /_health, /_ready, /_live and /_wait on this plain-HTTP port only, apart from
    * the rpc port (which then answers rpcs alone): scrapers and probes need not reach the port
@@ -231,6 +233,7 @@ export async function startServer(opts: ServerOptions): Promise<DataplaneServer>
     outcome,
     admission,
     maxInFlight: opts.maxDirectInFlight ?? 0,
+    maxRpcsInFlight: opts.maxRpcsInFlight ?? 0,
   })
   const health = opts.health ?? (async () => ({ ready: true }))
   /** Answers the operational endpoints; false for any other request. */
