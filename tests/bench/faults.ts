@@ -12,14 +12,19 @@
 //   6. refetch failures: every commit after a repo's first breaks its chain (the repo is asked
 //      for again) and the PDS refuses every refetch (400 RepoNotFound): the live events held
 //      for each repo while it was fetched must be written when the fetch fails;
-//   7. soak: reads and paced ingest together for a long while on the large corpus, in steady
-//      state (an index already built, reads warmed up); RSS of the dataplane at the start of the
-//      measured window vs at its end, and every answer in it that is not ok.
+//   7. soak: the dataplane's capacity measured first (events/s: the head start indexed from
+//      cold; reads/s: answered per second to FAULTS_PROBE_CALLERS callers each asking again as
+//      soon as answered), then reads and paced ingest at half of it for a long while in steady
+//      state (an index already built, reads warmed up): RSS at the start of the measured window
+//      vs at its end, and every answer in it that is not ok; then twice the capacity (reads and the stream's pace) for
+//      FAULTS_OVERLOAD_SECONDS: the answered reads' p99, the reads refused (resource_exhausted)
+//      and failed otherwise; then half again until the dataplane has caught up with the whole
+//      stream: events lost (the stream's events not applied, or applied with an error) and the
+//      reads of the recovery's last 30 s that were not ok.
 // Phases 2–6 end with every indexed table diffed against the reference: rows only in the
 // reference are lost, rows only in the phase's schema are doubled (a counter off by one shows as
-// one of each). Not part of CI; about 30 minutes by default. Ends with one line:
+// one of each). Not part of CI; about an hour by default. Ends with one line:
 //   faults: kills <n>, lost <n>, doubled <n>; pg outage unknown <n>; redis outage failed reads <n>; refetch failures lost <n>; soak at <n> rps + <n> ev/s rss growth <x>%, errors <n>; at 2x p99 <ms> ms, refused <n>, lost <n>
-// (the soak's overload part is not built yet: its figures print n/a)
 //
 //   FAULTS_EVENTS / FAULTS_REPOS / FAULTS_SEED  the small corpus for phases 1–5 (60000 / 10000 / 1)
 //   FAULTS_SOAK_EVENTS / FAULTS_SOAK_REPOS      the soak's corpus (500000 / 100000, seed 1: the
@@ -30,9 +35,13 @@
 //     warm after a first read, as in production
 //   FAULTS_READ_RATE   reads/s during the outages (200)
 //   FAULTS_INGEST_RATE events/s of the paced stream during the outages (1000)
-//   FAULTS_SOAK_SECONDS (600, the measured window), FAULTS_SOAK_READ_RATE (500),
-//   FAULTS_SOAK_INGEST_RATE (500), FAULTS_SOAK_HEAD_START (100000 events indexed before the reads),
-//   FAULTS_SOAK_WARMUP_SECONDS (60, reads before the window, not counted)
+//   FAULTS_SOAK_SECONDS (1800, the measured window), FAULTS_SOAK_HEAD_START (100000 events indexed
+//   before the reads), FAULTS_SOAK_WARMUP_SECONDS (60, reads before the window, not counted);
+//   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override half the measured capacity (the
+//   ingest pace is also bounded by the corpus: half the frames left after the head start are
+//   kept for the overload, and the soak gets the rest)
+//   FAULTS_PROBE_CALLERS (128, under DATAPLANE_MAX_RPCS_IN_FLIGHT), FAULTS_PROBE_SECONDS (20), FAULTS_OVERLOAD_SECONDS (300),
+//   FAULTS_RECOVERY_SECONDS (900: the most the dataplane is given to catch up afterwards)
 //   FAULTS_PHASES  comma list of kills,pg,redis,drops,refetch,soak (default all)
 //   OPENPLANE_TEST_PG_URL
 import { performance } from 'node:perf_hooks'
@@ -45,7 +54,8 @@ import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { benchCorpus } from './corpus.ts'
 import { cpuByName, processCpu, rss } from './proc.ts'
-import { formatTally, readLoad, tallyBetween, type Tally } from './read-load.ts'
+import { quantile } from './open-loop.ts'
+import { formatTally, readCapacity, readLoad, tallyBetween, type Tally } from './read-load.ts'
 
 const env = (name: string, dflt: number) => Number(process.env[name] ?? dflt)
 const SMALL = {
@@ -63,11 +73,15 @@ const DROPS = env('FAULTS_DROPS', 5)
 const OUTAGE_MS = env('FAULTS_OUTAGE_SECONDS', 10) * 1000
 const READ_RATE = env('FAULTS_READ_RATE', 200)
 const INGEST_RATE = env('FAULTS_INGEST_RATE', 1000)
-const SOAK_MS = env('FAULTS_SOAK_SECONDS', 600) * 1000
-const SOAK_READS = env('FAULTS_SOAK_READ_RATE', 500)
+const SOAK_MS = env('FAULTS_SOAK_SECONDS', 1800) * 1000
+const SOAK_READS = env('FAULTS_SOAK_READ_RATE', NaN)
 const SOAK_HEAD = env('FAULTS_SOAK_HEAD_START', 100_000)
 const SOAK_WARMUP_MS = env('FAULTS_SOAK_WARMUP_SECONDS', 60) * 1000
-const SOAK_INGEST = env('FAULTS_SOAK_INGEST_RATE', 500)
+const SOAK_INGEST = env('FAULTS_SOAK_INGEST_RATE', NaN)
+const PROBE_CALLERS = env('FAULTS_PROBE_CALLERS', 128)
+const PROBE_MS = env('FAULTS_PROBE_SECONDS', 20) * 1000
+const OVERLOAD_MS = env('FAULTS_OVERLOAD_SECONDS', 300) * 1000
+const RECOVERY_MS = env('FAULTS_RECOVERY_SECONDS', 900) * 1000
 const READERS = env('FAULTS_READERS', 2000)
 const PHASES = new Set(
   (process.env.FAULTS_PHASES ?? 'kills,pg,redis,drops,refetch,soak').split(','),
@@ -237,6 +251,11 @@ const totals = {
   refetchLost: NaN,
   rssGrowth: NaN,
   soakErrors: NaN,
+  soakReads: NaN,
+  soakIngest: NaN,
+  overloadP99: NaN,
+  overloadRefused: NaN,
+  overloadLost: NaN,
 }
 
 async function main(): Promise<void> {
@@ -385,35 +404,50 @@ async function main(): Promise<void> {
   await corpus.close()
 
   // 7. The soak: steady state, not a cold start. The first SOAK_HEAD events are already on the
-  // stream and indexed before any read (a dataplane in service has its index); then the reads
-  // start and warm up (timelines built on first read, pools, JIT), uncounted; then the measured
-  // window, with RSS at its start and at its end (medians of a minute each).
+  // stream and indexed before any read (a dataplane in service has its index): how fast that
+  // goes is the ingest capacity. Then the reads warm up (timelines built on first read, pools,
+  // JIT), uncounted; a burst measures the read capacity; then the measured window at half of
+  // both, with RSS at its start and at its end (medians of a minute each); then twice both; then
+  // half again until the whole stream is applied.
   if (PHASES.has('soak')) {
     const large = await benchCorpus(LARGE, log)
     const big = await CorpusReader.open(large.file)
     const redis = await startRedisServer()
     const schema = fresh('soak')
     const head = Math.min(SOAK_HEAD, big.frames - 1)
-    const replay = await ReplayServer.start({ corpus: big, rate: SOAK_INGEST, headStart: head })
+    // Paced from the start; the head start is there at once.
+    const replay = await ReplayServer.start({ corpus: big, rate: 1, headStart: head })
     const soakReaders = activeReaders(big.header.users)
-    const streamLeftMs = ((big.frames - head) / SOAK_INGEST) * 1000
-    const soakMs = Math.min(SOAK_MS, streamLeftMs - SOAK_WARMUP_MS - 30_000)
-    if (soakMs < 120_000)
-      throw new Error(
-        `the soak corpus leaves ${(soakMs / 1000).toFixed(0)} s to soak: record a larger one`,
-      )
     try {
       const ours = await spawnOurs({ schema, replay, redis })
       const pid = ours.proc.pid!
       const caughtUp = performance.now()
-      while ((await appliedSeq(ours.url)) < big.seqAt(head - 1)) await sleep(1000)
+      while ((await appliedSeq(ours.url)) < big.seqAt(head - 1)) await sleep(250)
+      const ingestCapacity = head / ((performance.now() - caughtUp) / 1000)
+      // Half the frames left go to the soak, the rest to the overload.
+      const soakFrames = (big.frames - head) / 2
+      const ingestHalf = Number.isNaN(SOAK_INGEST)
+        ? Math.min(ingestCapacity / 2, soakFrames / ((SOAK_WARMUP_MS + PROBE_MS + SOAK_MS) / 1000))
+        : SOAK_INGEST
+      replay.setRate(ingestHalf)
       log(
-        `soak: ${head} events indexed before the reads in ${((performance.now() - caughtUp) / 1000).toFixed(0)} s`,
+        `soak: ${head} events indexed before the reads: ingest capacity ${ingestCapacity.toFixed(0)} events/s; the stream paced at ${ingestHalf.toFixed(0)} events/s (${elapsed()})`,
       )
-      const load = readLoad(ours.url, soakReaders, SOAK_READS)
+      let load = readLoad(ours.url, soakReaders, Number.isNaN(SOAK_READS) ? 200 : SOAK_READS)
       await sleep(SOAK_WARMUP_MS)
-      const warmed = load.tally()
-      log(`soak: warm-up ${SOAK_WARMUP_MS / 1000} s: ${formatTally(warmed)}`)
+      log(`soak: warm-up ${SOAK_WARMUP_MS / 1000} s: ${formatTally(await load.stop())}`)
+      const probe = await readCapacity(ours.url, soakReaders, PROBE_CALLERS, PROBE_MS)
+      const readCapacityRps = probe.rps
+      log(
+        `soak: ${PROBE_CALLERS} callers asking again as soon as answered, ${PROBE_MS / 1000} s: ${formatTally(probe.tally)}: read capacity ${readCapacityRps.toFixed(0)} reads/s`,
+      )
+      const readsHalf = Number.isNaN(SOAK_READS) ? Math.round(readCapacityRps / 2) : SOAK_READS
+      totals.soakReads = readsHalf
+      totals.soakIngest = ingestHalf
+      load = readLoad(ours.url, soakReaders, readsHalf)
+      // What the burst left queued settles before the window opens.
+      await sleep(15_000)
+      const settled = load.tally()
       const samples: { at: number; rss: number }[] = []
       const start = performance.now()
       let window = {
@@ -422,8 +456,9 @@ async function main(): Promise<void> {
         pg: cpuByName('postgres'),
         bench: process.cpuUsage(),
       }
-      while (performance.now() - start < soakMs) {
+      while (performance.now() - start < SOAK_MS) {
         await sleep(5000)
+        load.takeLatencies()
         samples.push({ at: performance.now() - start, rss: rss(pid) })
         if (samples.length % 12 === 0) {
           const lag = replay.status().head_seq - (await appliedSeq(ours.url))
@@ -438,22 +473,66 @@ async function main(): Promise<void> {
           const cpu = `cpu: openplane ${pct(now.ours - window.ours, secs)}, postgres ${pct(now.pg - window.pg, secs)}, load+replay ${pct((benchCpu.user + benchCpu.system) / 1e6, secs)}`
           window = now
           log(
-            `soak ${((performance.now() - start) / 1000).toFixed(0)} s: rss ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MB, lag ${lag} seq, ${cpu}; ${formatTally(tallyBetween(warmed, load.tally()))}`,
+            `soak ${((performance.now() - start) / 1000).toFixed(0)} s: rss ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MB, lag ${lag} seq, ${cpu}; ${formatTally(tallyBetween(settled, load.tally()))}`,
           )
         }
       }
-      const measured = tallyBetween(warmed, load.tally())
-      await load.stop()
+      const measured = tallyBetween(settled, await load.stop())
       const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
       const first = median(samples.filter((s) => s.at <= 60_000).map((s) => s.rss))
-      const end = median(samples.filter((s) => s.at >= soakMs - 60_000).map((s) => s.rss))
+      const end = median(samples.filter((s) => s.at >= SOAK_MS - 60_000).map((s) => s.rss))
       totals.rssGrowth = ((end - first) / first) * 100
       totals.soakErrors = notOk(measured)
+      log(
+        `soak: ${(SOAK_MS / 1000).toFixed(0)} s at ${readsHalf} reads/s + ${ingestHalf.toFixed(0)} events/s; rss ${(first / 2 ** 20).toFixed(0)} → ${(end / 2 ** 20).toFixed(0)} MB; reads ${formatTally(measured)} (${elapsed()})`,
+      )
+
+      // Twice the capacity: reads beyond it are refused, not queued; the stream runs ahead.
+      replay.setRate(ingestCapacity * 2)
+      load = readLoad(ours.url, soakReaders, Math.round(readCapacityRps * 2))
+      await sleep(OVERLOAD_MS)
+      const overloaded = await load.stop()
+      const answered = Float64Array.from(load.takeLatencies()).sort()
+      totals.overloadP99 = quantile(answered, 0.99)
+      totals.overloadRefused = overloaded.get('ResourceExhausted') ?? 0
+      const lagAfter = replay.status().head_seq - (await appliedSeq(ours.url))
+      log(
+        `soak: ${OVERLOAD_MS / 1000} s at ${Math.round(readCapacityRps * 2)} reads/s + ${(ingestCapacity * 2).toFixed(0)} events/s: reads ${formatTally(overloaded)}, answered p50 ${quantile(answered, 0.5).toFixed(1)} ms, p99 ${totals.overloadP99.toFixed(1)} ms; lag ${lagAfter} seq (${elapsed()})`,
+      )
+
+      // Half again, until the dataplane has caught up (two seconds of the stream behind at
+      // most) and a whole 30 s of reads was answered ok: it recovered by itself.
+      replay.setRate(ingestHalf)
+      load = readLoad(ours.url, soakReaders, readsHalf)
+      const recovering = performance.now()
+      let before = load.tally()
+      let recovered = false
+      while (!recovered && performance.now() - recovering < RECOVERY_MS) {
+        await sleep(30_000)
+        const lag = replay.status().head_seq - (await appliedSeq(ours.url))
+        const last = tallyBetween(before, load.tally())
+        before = load.tally()
+        recovered = lag <= 2 * ingestHalf && notOk(last) === 0
+        log(
+          `soak: recovering ${((performance.now() - recovering) / 1000).toFixed(0)} s: lag ${lag} seq; last 30 s ${formatTally(last)}`,
+        )
+      }
+      await load.stop()
+      // The stream stops; whatever it sent must be applied, without an error.
+      replay.setRate(0)
+      const stream = replay.status().head_seq
+      const settling = performance.now()
+      while ((await appliedSeq(ours.url)) < stream && performance.now() - settling < 60_000) {
+        await sleep(500)
+      }
+      const applied = await appliedSeq(ours.url)
+      const failed = await eventsFailed(ours.url)
+      totals.overloadLost = Math.max(0, stream - applied) + failed
+      log(
+        `soak: ${recovered ? 'recovered' : 'NOT recovered'} in ${((performance.now() - recovering) / 1000).toFixed(0)} s; stream at seq ${stream}, applied ${applied}, events applied with an error ${failed} (${elapsed()})`,
+      )
       log(`soak: the dataplane logged ${logSummary(ours.output())}`)
       log(`soak: timelines answered ${await timelinePaths(ours.url)}`)
-      log(
-        `soak: ${(soakMs / 1000).toFixed(0)} s at ${SOAK_READS} reads/s + ${SOAK_INGEST} events/s; rss ${(first / 2 ** 20).toFixed(0)} → ${(end / 2 ** 20).toFixed(0)} MB; reads ${formatTally(measured)} (${elapsed()})`,
-      )
       await ours.stop()
     } finally {
       await replay.close()
@@ -461,6 +540,15 @@ async function main(): Promise<void> {
       await big.close()
     }
   }
+}
+
+/** Events the dataplane counted as failed (openplane_indexer_events_total{outcome="error"}). */
+async function eventsFailed(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  return text
+    .split('\n')
+    .filter((l) => l.startsWith('openplane_indexer_events_total{') && l.includes('outcome="error"'))
+    .reduce((n, l) => n + Number(l.split(' ').at(-1)), 0)
 }
 
 try {
@@ -473,7 +561,8 @@ console.log(
   `faults: kills ${totals.kills}, lost ${totals.lost}, doubled ${totals.doubled}; ` +
     `pg outage unknown ${fmt(totals.pgUnknown)}; redis outage failed reads ${fmt(totals.redisFailed)}; ` +
     `refetch failures lost ${fmt(totals.refetchLost)}; ` +
-    `soak at ${SOAK_READS} rps + ${SOAK_INGEST} ev/s rss growth ${fmt(totals.rssGrowth, 1)}%, ` +
-    `errors ${fmt(totals.soakErrors)}; at 2x p99 n/a ms, refused n/a, lost n/a`,
+    `soak at ${fmt(totals.soakReads)} rps + ${fmt(totals.soakIngest)} ev/s rss growth ${fmt(totals.rssGrowth, 1)}%, ` +
+    `errors ${fmt(totals.soakErrors)}; at 2x p99 ${fmt(totals.overloadP99)} ms, ` +
+    `refused ${fmt(totals.overloadRefused)}, lost ${fmt(totals.overloadLost)}`,
 )
 process.exit(0)

@@ -15,12 +15,64 @@ export type Tally = Map<string, number>
 export interface ReadLoad {
   /** Answers so far (a copy). */
   tally(): Tally
+  /** Milliseconds each `ok` answer took since the last call, in the order they came. */
+  takeLatencies(): number[]
   /** Stops sending, waits for the answers in flight, and returns the whole tally. */
   stop(): Promise<Tally>
 }
 
 /** Requests in flight at most: beyond, a request is counted as `dropped` instead of sent. */
 const MAX_IN_FLIGHT = 2000
+
+/** The i-th request of the mix: what the AppView asks for a home timeline page, in turn. */
+function requestFor(client: Client, readers: string[], i: number): Promise<unknown> {
+  const did = readers[i % readers.length]!
+  const others = Array.from({ length: 10 }, (_, k) => readers[(i * 31 + k * 977) % readers.length]!)
+  switch (i % 6) {
+    case 0:
+      return client.getTimeline({ actorDid: did, limit: 50, cursor: '' })
+    case 1:
+      return client.getActors({ dids: others })
+    case 2:
+      return client.getCountsForUsers({ dids: others })
+    case 3:
+      return client.getRelationships({ actorDid: did, targetDids: others })
+    case 4:
+      return client.getAuthorFeed({ actorDid: did, limit: 30, cursor: '' })
+    default:
+      return client.getFollowers({ actorDid: did, limit: 50, cursor: '' })
+  }
+}
+
+/**
+ * The reads per second the dataplane answers ok with `concurrency` callers each asking again as
+ * soon as answered (a closed loop: never more in flight than that, so nothing is refused for
+ * overload and the figure is its capacity for this mix, not what it refuses at).
+ */
+export async function readCapacity(
+  dataplaneUrl: string,
+  readers: string[],
+  concurrency: number,
+  ms: number,
+): Promise<{ rps: number; tally: Tally }> {
+  const client: Client = createDataPlaneClient(new BasicHostList([dataplaneUrl]), {
+    httpVersion: '2',
+  })
+  const tally: Tally = new Map()
+  let next = 0
+  const end = performance.now() + ms
+  const caller = async () => {
+    while (performance.now() < end) {
+      const code = await requestFor(client, readers, next++).then(
+        () => 'ok',
+        (err: unknown) => Code[ConnectError.from(err).code] ?? 'other',
+      )
+      tally.set(code, (tally.get(code) ?? 0) + 1)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, caller))
+  return { rps: (tally.get('ok') ?? 0) / (ms / 1000), tally }
+}
 
 export function readLoad(dataplaneUrl: string, readers: string[], rate: number): ReadLoad {
   const client: Client = createDataPlaneClient(new BasicHostList([dataplaneUrl]), {
@@ -29,31 +81,12 @@ export function readLoad(dataplaneUrl: string, readers: string[], rate: number):
   const tally: Tally = new Map()
   const count = (code: string) => tally.set(code, (tally.get(code) ?? 0) + 1)
   const inFlight = new Set<Promise<void>>()
+  let latencies: number[] = []
   let sent = 0
   let stopped = false
   const t0 = performance.now()
 
-  const request = (i: number): Promise<unknown> => {
-    const did = readers[i % readers.length]!
-    const others = Array.from(
-      { length: 10 },
-      (_, k) => readers[(i * 31 + k * 977) % readers.length]!,
-    )
-    switch (i % 6) {
-      case 0:
-        return client.getTimeline({ actorDid: did, limit: 50, cursor: '' })
-      case 1:
-        return client.getActors({ dids: others })
-      case 2:
-        return client.getCountsForUsers({ dids: others })
-      case 3:
-        return client.getRelationships({ actorDid: did, targetDids: others })
-      case 4:
-        return client.getAuthorFeed({ actorDid: did, limit: 30, cursor: '' })
-      default:
-        return client.getFollowers({ actorDid: did, limit: 50, cursor: '' })
-    }
-  }
+  const request = (i: number) => requestFor(client, readers, i)
 
   let timer: NodeJS.Timeout | undefined
   const tick = () => {
@@ -64,9 +97,13 @@ export function readLoad(dataplaneUrl: string, readers: string[], rate: number):
         count('dropped')
         continue
       }
+      const sentAt = performance.now()
       const p: Promise<void> = request(i)
         .then(
-          () => void count('ok'),
+          () => {
+            count('ok')
+            latencies.push(performance.now() - sentAt)
+          },
           (err: unknown) => void count(Code[ConnectError.from(err).code] ?? 'other'),
         )
         .finally(() => inFlight.delete(p))
@@ -81,6 +118,11 @@ export function readLoad(dataplaneUrl: string, readers: string[], rate: number):
 
   return {
     tally: () => new Map(tally),
+    takeLatencies() {
+      const out = latencies
+      latencies = []
+      return out
+    },
     async stop() {
       stopped = true
       clearTimeout(timer)

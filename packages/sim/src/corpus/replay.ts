@@ -95,6 +95,10 @@ export class ReplayServer {
   private readonly consumers = new Set<Consumer>()
   private readonly domain: string
   private startedAt = 0
+  /** Events per second the head advances at (see ReplayOptions.rate); setRate changes it. */
+  private rate: number | undefined
+  /** Frames released when the current rate began. */
+  private released: number
   private closed = false
   private repos: CorpusRepos | undefined
   private readonly jetstream: JetstreamView
@@ -103,6 +107,8 @@ export class ReplayServer {
 
   private constructor(opts: ReplayOptions) {
     this.opts = opts
+    this.rate = opts.rate
+    this.released = opts.headStart ?? 0
     this.window = opts.window
     this.corpus = opts.corpus
     this.repos = opts.repos
@@ -150,9 +156,16 @@ export class ReplayServer {
   /** Frames available now: all of them, or as many as the rate has released so far. */
   head(): number {
     const total = this.corpus.frames
-    if (this.opts.rate === undefined) return total
+    if (this.rate === undefined) return total
     const elapsed = (performance.now() - this.startedAt) / 1000
-    return Math.min(total, (this.opts.headStart ?? 0) + Math.floor(elapsed * this.opts.rate))
+    return Math.min(total, this.released + Math.floor(elapsed * this.rate))
+  }
+
+  /** From now on the head advances at `rate` events per second; what was released stays. */
+  setRate(rate: number): void {
+    this.released = this.head()
+    this.startedAt = performance.now()
+    this.rate = rate
   }
 
   status(): ReplayStatus {
@@ -343,8 +356,7 @@ export class ReplayServer {
         const head = this.head()
         if (c.next >= head) {
           // Caught up: wait for the rate to release more (or forever, at the corpus's end).
-          const wait =
-            this.opts.rate && head < this.corpus.frames ? Math.max(1, 1000 / this.opts.rate) : 250
+          const wait = this.rate && head < this.corpus.frames ? Math.max(1, 1000 / this.rate) : 250
           await new Promise((r) => setTimeout(r, Math.min(50, wait)))
           continue
         }
