@@ -26,7 +26,7 @@ export interface IndexedRepo {
   records: Map<string, string>
   /**
    * Nothing of it: no record, nor a feed item (an account deletion leaves those). Its records'
-   * rows are then known absent when written (`newRecords` on its events).
+   * rows are then known absent when written (`unseen` on its creates).
    */
   fresh: boolean
 }

@@ -167,9 +167,14 @@ function opStep(evt: Commit, op: CommitOp): Step {
       if (op.action !== 'create' || !plugin?.readsOnCreate) return
       const got = parse(plugin)
       if ('err' in got) return
-      for (const { table, where } of plugin.readsOnCreate(ref, got.rec)) {
-        plan.state.rows(table, where as Where)
+      let reads
+      try {
+        reads = plugin.readsOnCreate(ref, got.rec)
+      } catch {
+        // Only a hint: whatever is wrong with the record, the step meets and reports it.
+        return
       }
+      for (const { table, where } of reads) plan.state.rows(table, where as Where)
     },
     run(plan) {
       if (!plugin) {
