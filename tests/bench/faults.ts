@@ -16,11 +16,11 @@
 //      cold; reads/s: answered per second to FAULTS_PROBE_CALLERS callers each asking again as
 //      soon as answered), then reads and paced ingest at half of it for a long while in steady
 //      state (an index already built, reads warmed up): RSS at the start of the measured window
-//      vs at its end, and every answer in it that is not ok; then twice the capacity (reads and the stream's pace) for
-//      FAULTS_OVERLOAD_SECONDS: the answered reads' p99, the reads refused (resource_exhausted)
-//      and failed otherwise; then half again until the dataplane has caught up with the whole
-//      stream: events lost (the stream's events not applied, or applied with an error) and the
-//      reads of the recovery's last 30 s that were not ok.
+//      vs at its end, and every answer in it that is not ok; then twice the capacity (reads and
+//      the stream's pace) for FAULTS_OVERLOAD_SECONDS: the answered reads' p99, the reads
+//      refused (resource_exhausted) and failed otherwise; then half again until the dataplane
+//      has caught up with the whole stream: events lost (the stream's events not applied, or
+//      applied with an error) and the reads of the recovery's last 30 s that were not ok.
 // Phases 2–6 end with every indexed table diffed against the reference: rows only in the
 // reference are lost, rows only in the phase's schema are doubled (a counter off by one shows as
 // one of each). Not part of CI; about an hour by default. Ends with one line:
@@ -40,8 +40,9 @@
 //   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override half the measured capacity (the
 //   ingest pace is also bounded by the corpus: half the frames left after the head start are
 //   kept for the overload, and the soak gets the rest)
-//   FAULTS_PROBE_CALLERS (128, under DATAPLANE_MAX_RPCS_IN_FLIGHT), FAULTS_PROBE_SECONDS (20), FAULTS_OVERLOAD_SECONDS (300),
-//   FAULTS_RECOVERY_SECONDS (900: the most the dataplane is given to catch up afterwards)
+//   FAULTS_PROBE_CALLERS (128, under DATAPLANE_MAX_RPCS_IN_FLIGHT), FAULTS_PROBE_SECONDS (20),
+//   FAULTS_OVERLOAD_SECONDS (300), FAULTS_RECOVERY_SECONDS (900: the most the dataplane is
+//   given to catch up afterwards)
 //   FAULTS_PHASES  comma list of kills,pg,redis,drops,refetch,soak (default all)
 //   OPENPLANE_TEST_PG_URL
 import { performance } from 'node:perf_hooks'
