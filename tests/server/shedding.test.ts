@@ -91,60 +91,58 @@ describe('load shedding', () => {
     }
   })
 
-  it('refuses timeline reads past the in-flight bound, and serves them once reads finish', async () => {
-    // One connection, held by a slow statement: the reads admitted wait for it, in flight.
+  /**
+   * A server with `bounds`, its one Postgres connection held by a slow statement for 0.8 s: the
+   * rpcs admitted meanwhile wait for it, in flight. `play` gets a client, and the statement's end.
+   */
+  async function whileHeld(
+    bounds: { maxDirectInFlight?: number; maxRpcsInFlight?: number },
+    play: (c: Client, held: Promise<unknown>) => Promise<void>,
+  ): Promise<string> {
     const slow = createPgDb({ url: PG_URL, schema, poolSize: 1 })
     const bounded = await startServer({
       host: '127.0.0.1',
       port: 0,
       ctx: { db: slow.db, identity: createIdentity({ plcUrl: 'http://127.0.0.1:1' }) },
-      maxDirectInFlight: 2,
+      ...bounds,
     })
     try {
       const c = createDataPlaneClient(new BasicHostList([bounded.url]), { httpVersion: '2' })
-      const hold = sql`select pg_sleep(0.8)`.execute(slow.db)
+      const held = sql`select pg_sleep(0.8)`.execute(slow.db)
       await new Promise((r) => setTimeout(r, 100))
+      await play(c, held)
+      return await (await fetch(`${bounded.url}/metrics`)).text()
+    } finally {
+      await bounded.close()
+      await slow.close()
+    }
+  }
+  const followers = (c: Client) => answer(c.getFollowers({ actorDid: 'did:plc:reader', limit: 5 }))
+
+  it('refuses timeline reads past the in-flight bound, and serves them once reads finish', async () => {
+    const m = await whileHeld({ maxDirectInFlight: 2 }, async (c, held) => {
       const admitted = [answer(timeline(c)), answer(timeline(c))]
       await new Promise((r) => setTimeout(r, 100))
       expect(await answer(timeline(c))).toBe('ResourceExhausted')
       // Only timeline reads count: other rpcs (waiting on Postgres too) are still taken.
-      const other = answer(c.getFollowers({ actorDid: 'did:plc:reader', limit: 5 }))
-      await hold
+      const other = followers(c)
+      await held
       expect(await Promise.all([...admitted, other])).toEqual(['ok', 'ok', 'ok'])
       expect(await answer(timeline(c))).toBe('ok')
-      const m = await (await fetch(`${bounded.url}/metrics`)).text()
-      expect(m).toMatch(/^openplane_rpcs_shed_total\{reason="in_flight"\} 1$/m)
-    } finally {
-      await bounded.close()
-      await slow.close()
-    }
+    })
+    expect(m).toMatch(/^openplane_rpcs_shed_total\{reason="in_flight"\} 1$/m)
   })
 
   it('refuses any rpc past the bound on rpcs in flight, and serves them once they finish', async () => {
     // Rpcs that wait on the pool do not lag the event loop: only this bound stops their queue.
-    const slow = createPgDb({ url: PG_URL, schema, poolSize: 1 })
-    const bounded = await startServer({
-      host: '127.0.0.1',
-      port: 0,
-      ctx: { db: slow.db, identity: createIdentity({ plcUrl: 'http://127.0.0.1:1' }) },
-      maxRpcsInFlight: 2,
-    })
-    try {
-      const c = createDataPlaneClient(new BasicHostList([bounded.url]), { httpVersion: '2' })
-      const followers = () => answer(c.getFollowers({ actorDid: 'did:plc:reader', limit: 5 }))
-      const hold = sql`select pg_sleep(0.8)`.execute(slow.db)
+    const m = await whileHeld({ maxRpcsInFlight: 2 }, async (c, held) => {
+      const admitted = [followers(c), answer(timeline(c))]
       await new Promise((r) => setTimeout(r, 100))
-      const admitted = [followers(), answer(timeline(c))]
-      await new Promise((r) => setTimeout(r, 100))
-      expect(await followers()).toBe('ResourceExhausted')
-      await hold
+      expect(await followers(c)).toBe('ResourceExhausted')
+      await held
       expect(await Promise.all(admitted)).toEqual(['ok', 'ok'])
-      expect(await followers()).toBe('ok')
-      const m = await (await fetch(`${bounded.url}/metrics`)).text()
-      expect(m).toMatch(/^openplane_rpcs_shed_total\{reason="rpcs_in_flight"\} 1$/m)
-    } finally {
-      await bounded.close()
-      await slow.close()
-    }
+      expect(await followers(c)).toBe('ok')
+    })
+    expect(m).toMatch(/^openplane_rpcs_shed_total\{reason="rpcs_in_flight"\} 1$/m)
   })
 })
