@@ -20,8 +20,8 @@ export function needsHandleReindex(
 }
 
 // The stock's unindexActor: every table of the account's own records; `quote` and `feed_item`
-// rows stay, as they do in the stock.
-const BY_CREATOR = [
+// rows stay, as they do in the stock. (batch/absent.ts relies on these going with the account.)
+export const BY_CREATOR = [
   'profile',
   'feed_generator',
   'labeler',
@@ -30,7 +30,7 @@ const BY_CREATOR = [
   'actor_block',
   'list_block',
 ] as const
-const EMBEDS = [
+export const EMBEDS = [
   'post_embed_image',
   'post_embed_external',
   'post_embed_record',

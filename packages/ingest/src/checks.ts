@@ -7,9 +7,13 @@ import type { CommitOp, IngestEvent } from './events.ts'
 type LexValue = Parameters<typeof lexStringify>[0]
 type Commit = Extract<IngestEvent, { type: 'commit' }>
 
+/** The URI of the record an op of `did`'s repo names. */
+export const opUri = (did: string, op: Pick<CommitOp, 'collection' | 'rkey'>): string =>
+  `at://${did}/${op.collection}/${op.rkey}`
+
 export function refOf(evt: Commit, op: CommitOp): RecordRef {
   return {
-    uri: `at://${evt.did}/${op.collection}/${op.rkey}`,
+    uri: opUri(evt.did, op),
     did: evt.did,
     collection: op.collection,
     rkey: op.rkey,

@@ -4,61 +4,44 @@
 // every row its records make by their creator. Planning answers those reads "nothing" without
 // asking Postgres: on a fresh fork's backfill they are almost all of a step's reads, and each one
 // asked costs the step a second planning pass and the database an index probe.
+import { BY_CREATOR as DELETED_BY_CREATOR, EMBEDS } from '../actors.ts'
+import { opUri } from '../checks.ts'
 import type { IngestEvent } from '../events.ts'
 
 /**
+ * Tables of a record's own rows, by `uri` and `creator`: an account deletion removes them all
+ * (`actors.ts` deleteAccount: these by name, the rest by its list), a record's delete its own.
+ */
+const OWN = [
+  'post',
+  'like',
+  'repost',
+  'follow',
+  'list_item',
+  'thread_gate',
+  'post_gate',
+  ...DELETED_BY_CREATOR,
+]
+
+/**
  * Tables whose rows are written only in indexing the record at the URI in this column, and go
- * with that record (its delete) or its account (an account deletion removes them). `feed_item`
- * outlives a deleted account, as in the stock: a repo with feed items left is not fresh (the
- * backfill looks). Left out: rows that outlive both and are not looked for (`quote`,
- * `op_thread_reply`, `starter_pack`, `verification`) and rows others write (`post_agg`,
- * `thread_mute`, …).
+ * with that record or its account. `feed_item` outlives a deleted account, as in the stock: a
+ * repo with feed items left is not fresh (the backfill looks). Left out: rows that outlive both
+ * and are not looked for (`quote`, `op_thread_reply`, `starter_pack`, `verification`) and rows
+ * others write (`post_agg`, `thread_mute`, …).
  */
 const BY_RECORD: Readonly<Record<string, string>> = {
   record: 'uri',
   duplicate_record: 'uri',
-  post: 'uri',
-  like: 'uri',
-  repost: 'uri',
-  follow: 'uri',
-  actor_block: 'uri',
-  list: 'uri',
-  list_item: 'uri',
-  list_block: 'uri',
-  profile: 'uri',
-  feed_generator: 'uri',
-  labeler: 'uri',
-  reference_list_opt_out: 'uri',
-  thread_gate: 'uri',
-  post_gate: 'uri',
-  post_embed_image: 'postUri',
-  post_embed_external: 'postUri',
-  post_embed_record: 'postUri',
-  post_embed_video: 'postUri',
-  post_embed_gallery_image: 'postUri',
   feed_item: 'uri',
+  ...Object.fromEntries(OWN.map((t) => [t, 'uri'])),
+  ...Object.fromEntries(EMBEDS.map((t) => [t, 'postUri'])),
 }
 
-/**
- * Tables whose rows only their creator's own records write, by this column, all removed with its
- * account (`actors.ts` deleteAccount).
- */
-const BY_CREATOR: Readonly<Record<string, string>> = {
-  post: 'creator',
-  like: 'creator',
-  repost: 'creator',
-  follow: 'creator',
-  actor_block: 'creator',
-  list: 'creator',
-  list_item: 'creator',
-  list_block: 'creator',
-  profile: 'creator',
-  feed_generator: 'creator',
-  labeler: 'creator',
-  reference_list_opt_out: 'creator',
-  thread_gate: 'creator',
-  post_gate: 'creator',
-}
+/** Tables whose rows only their creator's own records write, by this column. */
+const BY_CREATOR: Readonly<Record<string, string>> = Object.fromEntries(
+  OWN.map((t) => [t, 'creator']),
+)
 
 /** What a range's base state is known not to hold. */
 export class Absent {
@@ -99,7 +82,7 @@ export function absentBefore(batch: IngestEvent[], from: number, to: number): Ab
     if (evt.type !== 'commit') continue
     for (const op of evt.ops) {
       if (op.unseen && op.action === 'create') {
-        ;(uris ??= new Set()).add(`at://${evt.did}/${op.collection}/${op.rkey}`)
+        ;(uris ??= new Set()).add(opUri(evt.did, op))
       }
     }
     if (evt.firstWrite) (creators ??= new Set()).add(evt.did)
