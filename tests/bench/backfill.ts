@@ -26,7 +26,7 @@ import { IdResolver } from '@atproto/identity'
 import { Backfill, BACKFILL_DEFAULTS } from '@openplane/backfill'
 import { createPgDb, migrateToLatest } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { IdentityPrefetch, Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, lookupThread, Writer } from '@openplane/ingest'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { formatTableDiff, INDEXED_TABLES, tableDiffs } from '../harness/indexer.ts'
 import { freePort, spawnReady } from '../harness/processes.ts'
@@ -204,12 +204,13 @@ async function ours(dids: string[]): Promise<Omit<Run, Timed>> {
   schemas.push(schema)
   const db = createPgDb({ url: PG_URL, schema, poolSize: 10 })
   await migrateToLatest(db)
-  const identity = createIdentity({
+  const identityOptions = {
     plcUrl: httpUrl,
     allowPrivateNetwork: true,
     testHandles: { suffixes: ['.test'], pdsUrl: httpUrl },
-  })
-  const deps = writerDeps(identity)
+  }
+  const identity = createIdentity(identityOptions)
+  const deps = lookupThread({ identity: identityOptions })
   const writer = new Writer(db.db, deps)
   const prefetch = new IdentityPrefetch(db.db, deps)
   const backfill = new Backfill({
@@ -233,6 +234,7 @@ async function ours(dids: string[]): Promise<Omit<Run, Timed>> {
   }, 10_000)
   const stats = await backfill.run({ drain: true })
   prefetch.stop()
+  await deps.stop()
   clearInterval(timer)
   const seconds = (performance.now() - t) / 1000
   await db.close()

@@ -13,6 +13,11 @@ export async function stageProfile(): Promise<string> {
         `  identity prefetch: ${values.map((v) => `${v.labels.outcome} ${v.value}`).join(', ')}`,
       )
     }
+    if (m.name === 'openplane_lookup_cpu_seconds_total') {
+      const values = m.values as { value: number }[]
+      const cpu = values.reduce((n, v) => n + v.value, 0)
+      lines.push(`  lookup thread cpu (of the writer's figure): ${cpu.toFixed(1)}`)
+    }
     if (m.name === 'openplane_indexer_stage_seconds_total') {
       for (const v of m.values as { labels: Record<string, string>; value: number }[]) {
         lines.push(`  ${v.labels.stage}: ${v.value.toFixed(1)}`)

@@ -4,7 +4,7 @@ import type { TestNetwork } from '@atproto/dev-env'
 import { Community, type CommunityOptions } from '@openplane/community'
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { IdentityPrefetch, Indexer, Writer, writerDeps, type SourceGap } from '@openplane/ingest'
+import { IdentityPrefetch, Indexer, lookupThread, Writer, type SourceGap } from '@openplane/ingest'
 import { indexedCollections } from '@openplane/plugins'
 import pg from 'pg'
 import { aggRows } from './counters.ts'
@@ -63,7 +63,11 @@ export async function startIndexerOn(
     testHandles: target.testPdsUrl ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl } : undefined,
   }
   const identity = createIdentity(identityOptions)
-  const deps = writerDeps(identity, opts.identityTimeoutMs ?? 1000)
+  // As the dataplane runs: the writer's lookups on their own thread.
+  const deps = lookupThread({
+    identity: identityOptions,
+    timeoutMs: opts.identityTimeoutMs ?? 1000,
+  })
   const community = opts.community && (await Community.open(db.db, opts.community, false))
   const writer = new Writer(db.db, deps, { scope: community })
   if (community) writer.onCommitted(community.onCommitted)
@@ -102,6 +106,7 @@ export async function startIndexerOn(
     async close(closeOpts = {}) {
       await indexer.stop()
       prefetch.stop()
+      await deps.stop()
       await db.close()
       if (!closeOpts.keepSchema) await dropSchemas([schema])
     },

@@ -18,7 +18,7 @@ import {
 import { Community } from '@openplane/community'
 import type { Db } from '@openplane/db'
 import { createIdentity } from '@openplane/identity'
-import { IdentityPrefetch, Writer, writerDeps } from '@openplane/ingest'
+import { IdentityPrefetch, lookupThread, Writer } from '@openplane/ingest'
 import { logger } from '@openplane/telemetry'
 import { retryPolicy, type Config } from './config.ts'
 import { openDatabase } from './database.ts'
@@ -127,12 +127,14 @@ async function run(
   retryFailed: boolean,
   community: Community | undefined,
 ): Promise<BackfillStats> {
-  const identity = createIdentity({
+  const identityOptions = {
     plcUrl: config.plcUrl,
     allowPrivateNetwork: config.allowPrivateNetwork,
     testHandles: config.testHandles,
-  })
-  const deps = writerDeps(identity)
+  }
+  const identity = createIdentity(identityOptions)
+  // Handles and account hosting are looked up on their own thread, off the writer's.
+  const deps = lookupThread({ identity: identityOptions })
   const writer = new Writer(db.db, deps, { scope: community })
   const prefetch = new IdentityPrefetch(db.db, deps)
   // Live events a crashed server left held come before any CAR written here.
@@ -170,6 +172,7 @@ async function run(
   } finally {
     await backfill.close()
     prefetch.stop()
+    await deps.stop()
     progress.stop()
     process.off('SIGINT', stop)
     process.off('SIGTERM', stop)

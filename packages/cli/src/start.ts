@@ -18,7 +18,14 @@ import { Backfill, BACKFILL_DEFAULTS, GapRepair, RepoTable } from '@openplane/ba
 import { BsyncConsumer } from '@openplane/bsync'
 import { LabelConsumer } from '@openplane/labels'
 import { Community } from '@openplane/community'
-import { IdentityPrefetch, Indexer, Writer, writerDeps, type SourceGap } from '@openplane/ingest'
+import {
+  IdentityPrefetch,
+  Indexer,
+  lookupThread,
+  Writer,
+  type LookupThread,
+  type SourceGap,
+} from '@openplane/ingest'
 import { indexedCollections } from '@openplane/plugins'
 import { followedItems, ownItems, startServer } from '@openplane/server'
 import { childLogger } from '@openplane/telemetry'
@@ -62,6 +69,7 @@ export async function start(config: Config): Promise<Running> {
       : await startFollower(config, db, reads)
   const indexers: Indexer[] = []
   let prefetch: IdentityPrefetch | undefined
+  let lookups: LookupThread | undefined
   let lock: WriterLock | undefined
   let backfill: Backfill | undefined
   let backfilling: Promise<unknown> | undefined
@@ -71,7 +79,8 @@ export async function start(config: Config): Promise<Running> {
   let labels: LabelConsumer | undefined
   if (config.indexer) {
     lock = await writerLock(db, !config.postgres)
-    const deps = writerDeps(identity)
+    // Handles and account hosting are looked up on their own thread, off the writer's.
+    const deps = (lookups = lookupThread({ identity: identityOptions }))
     // A community deployment indexes its accounts only, and asks for a backfill of each one new.
     community = config.community ? await Community.open(db.db, config.community, true) : undefined
     const writer = new Writer(db.db, deps, { scope: community, hold: holdLimits(config) })
@@ -245,6 +254,7 @@ export async function start(config: Config): Promise<Running> {
       await backfill?.close()
       for (const i of indexers) await i.stop()
       prefetch?.stop()
+      await lookups?.stop()
       await fast?.stop()
       await lock?.release()
       if (reads !== db) await reads.close()

@@ -12,6 +12,7 @@ export {
 export type { WriterDeps } from './deps.ts'
 export { checkRecords } from './checks.ts'
 export { writerDeps } from './deps.ts'
+export { lookupThread, type LookupSetup, type LookupThread } from './lookup-thread.ts'
 export type { Change, FeedItemValues } from './changes.ts'
 export { IdentityPrefetch, type PrefetchOptions } from './identity-prefetch.ts'
 export type { Scope } from './scope.ts'

@@ -1,0 +1,164 @@
+// The writer's network lookups on a thread of their own. Resolving a DID document and checking
+// its handle both ways is HTTP, JSON and caches: on a network new to the index (a first backfill,
+// a fork's first hours) it took a tenth of the writer thread's time, which is the thread that
+// bounds indexing. Here the writer's thread only posts the DID and gets the answer back. A worker
+// that dies is replaced and its lookups asked again; workers that keep dying are given up and
+// the lookups run on this thread, so a lookup is never lost to a worker.
+import { Worker } from 'node:worker_threads'
+import { createIdentity, type IdentityOptions } from '@openplane/identity'
+import { childLogger, counter } from '@openplane/telemetry'
+import { writerDeps, type WriterDeps } from './deps.ts'
+import { WorkerExits } from './worker-exits.ts'
+
+const log = childLogger('lookups')
+const restarts = counter(
+  'openplane_lookup_worker_restarts_total',
+  'Lookup workers that died and were replaced',
+)
+/** CPU of the lookup thread: what the writer's thread is spared. */
+export const lookupCpuSeconds = counter(
+  'openplane_lookup_cpu_seconds_total',
+  'CPU time of the thread resolving identities and account hosting for the writer',
+)
+
+export interface LookupSetup {
+  identity: IdentityOptions
+  timeoutMs?: number
+}
+
+export type LookupRequest =
+  | { id: number; kind: 'handle'; did: string; force: boolean }
+  | { id: number; kind: 'hosted'; did: string }
+
+export interface LookupRequests {
+  requests: LookupRequest[]
+}
+
+export interface LookupReply {
+  id: number
+  value?: string | null | boolean
+  error?: string
+}
+
+export interface LookupReplies {
+  replies: LookupReply[]
+  cpuSeconds: number
+}
+
+interface Pending {
+  request: LookupRequest
+  resolve(value: LookupReply['value']): void
+  reject(err: Error): void
+}
+
+export interface LookupThread extends WriterDeps {
+  stop(): Promise<void>
+}
+
+/** WriterDeps whose lookups run on a worker thread built from `setup`. */
+export function lookupThread(setup: LookupSetup): LookupThread {
+  return new Lookups(setup)
+}
+
+class Lookups implements LookupThread {
+  private readonly setup: LookupSetup
+  private worker: Worker | undefined
+  private readonly pending = new Map<number, Pending>()
+  private outgoing: LookupRequest[] = []
+  private nextId = 0
+  private stopped = false
+  private readonly exits = new WorkerExits()
+  /** Set once workers keep dying: lookups run on this thread from then on. */
+  private here: WriterDeps | undefined
+
+  constructor(setup: LookupSetup) {
+    this.setup = setup
+    this.worker = this.spawn()
+  }
+
+  resolveHandle(did: string, force: boolean): Promise<string | null | undefined> {
+    if (this.here) return this.here.resolveHandle(did, force)
+    return this.ask({ id: this.nextId++, kind: 'handle', did, force }) as Promise<
+      string | null | undefined
+    >
+  }
+
+  isHosted(did: string): Promise<boolean> {
+    if (this.here) return this.here.isHosted(did)
+    return this.ask({ id: this.nextId++, kind: 'hosted', did }) as Promise<boolean>
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    const worker = this.worker
+    this.worker = undefined
+    for (const p of this.pending.values()) p.reject(new Error('lookups stopped'))
+    this.pending.clear()
+    await worker?.terminate()
+  }
+
+  private ask(request: LookupRequest): Promise<LookupReply['value']> {
+    if (this.stopped) return Promise.reject(new Error('lookups stopped'))
+    return new Promise((resolve, reject) => {
+      // The worker keeps the process alive only while a lookup waits on it.
+      if (!this.pending.size) this.worker?.ref()
+      this.pending.set(request.id, { request, resolve, reject })
+      // Lookups asked in the same turn go out in one message.
+      if (!this.outgoing.length) setImmediate(() => this.send())
+      this.outgoing.push(request)
+    })
+  }
+
+  private send(): void {
+    const requests = this.outgoing
+    this.outgoing = []
+    if (requests.length) this.worker?.postMessage({ requests } satisfies LookupRequests)
+  }
+
+  private spawn(): Worker {
+    const worker = new Worker(new URL('./lookup-worker.ts', import.meta.url), {
+      workerData: this.setup,
+    })
+    worker.on('message', ({ replies, cpuSeconds }: LookupReplies) => {
+      lookupCpuSeconds.inc(cpuSeconds)
+      for (const reply of replies) {
+        const p = this.pending.get(reply.id)
+        if (!p) continue
+        this.pending.delete(reply.id)
+        if (reply.error !== undefined) p.reject(new Error(reply.error))
+        else p.resolve(reply.value)
+      }
+      if (!this.pending.size) worker.unref()
+    })
+    worker.on('error', (err) => log.error({ err }, 'lookup worker failed'))
+    worker.on('exit', (code) => this.exited(worker, code))
+    if (!this.pending.size) worker.unref()
+    return worker
+  }
+
+  private exited(worker: Worker, code: number): void {
+    if (this.stopped || worker !== this.worker) return
+    restarts.inc()
+    const waiting = [...this.pending.values()]
+    this.pending.clear()
+    if (this.exits.tooMany()) {
+      log.error({ code }, 'lookup workers keep exiting; looking up on the writer thread')
+      this.worker = undefined
+      const here = writerDeps(createIdentity(this.setup.identity), this.setup.timeoutMs)
+      this.here = here
+      for (const p of waiting) {
+        const { request: r } = p
+        const lookup =
+          r.kind === 'handle' ? here.resolveHandle(r.did, r.force) : here.isHosted(r.did)
+        lookup.then(p.resolve, p.reject)
+      }
+      return
+    }
+    log.error({ code, inFlight: waiting.length }, 'lookup worker exited; replacing it')
+    this.worker = this.spawn()
+    for (const p of waiting) this.pending.set(p.request.id, p)
+    if (this.pending.size) this.worker.ref()
+    this.outgoing.push(...waiting.map((p) => p.request))
+    if (this.outgoing.length) setImmediate(() => this.send())
+  }
+}

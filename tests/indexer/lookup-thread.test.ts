@@ -1,0 +1,100 @@
+// The writer's lookups on their own thread answer as they do on the writer's: a verified handle,
+// null for a claim that does not verify, undefined for an identity that cannot be resolved, and
+// whether a PDS still hosts a repo (or an error when it cannot tell). A small HTTP server plays
+// PLC and the PDS.
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { lookupThread, type LookupThread } from '@openplane/ingest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+describe('lookups on their own thread', () => {
+  let server: http.Server
+  let lookups: LookupThread
+  const asked: string[] = []
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      const url = new URL(req.url!, 'http://x')
+      asked.push(url.pathname)
+      const pds = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      const doc = (did: string, handle: string) => ({
+        '@context': ['https://www.w3.org/ns/did/v1'],
+        id: did,
+        alsoKnownAs: [`at://${handle}`],
+        service: [{ id: '#atproto_pds', type: 'AtprotoPersonalDataServer', serviceEndpoint: pds }],
+      })
+      const docs: Record<string, object> = {
+        '/did:plc:alice': doc('did:plc:alice', 'alice.test'),
+        // Claims bob's handle, which points elsewhere.
+        '/did:plc:mallory': doc('did:plc:mallory', 'bob.test'),
+        '/did:plc:gone': doc('did:plc:gone', 'gone.test'),
+        '/did:plc:broken': doc('did:plc:broken', 'broken.test'),
+      }
+      const json = (status: number, body: unknown) => {
+        res.writeHead(status, { 'content-type': 'application/json' })
+        res.end(JSON.stringify(body))
+      }
+      if (url.pathname === '/.well-known/atproto-did') {
+        const host = req.headers.host
+        res.end(host === 'alice.test' ? 'did:plc:alice' : host === 'bob.test' ? 'did:plc:bob' : '')
+        return
+      }
+      if (url.pathname === '/xrpc/com.atproto.sync.getLatestCommit') {
+        const did = url.searchParams.get('did')
+        if (did === 'did:plc:alice') return json(200, { cid: 'x', rev: 'y' })
+        if (did === 'did:plc:gone') return json(400, { error: 'RepoNotFound' })
+        return json(500, { error: 'InternalServerError' })
+      }
+      const found = docs[decodeURIComponent(url.pathname)]
+      if (found) return json(200, found)
+      json(404, { message: 'DID not registered' })
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    lookups = lookupThread({
+      identity: {
+        plcUrl: base,
+        allowPrivateNetwork: true,
+        testHandles: { suffixes: ['.test'], pdsUrl: base },
+        timeoutMs: 1000,
+      },
+      timeoutMs: 1000,
+    })
+  })
+  afterAll(async () => {
+    await lookups.stop()
+    await new Promise((r) => server.close(r))
+  })
+
+  it('resolves handles both ways, on the worker', async () => {
+    const [alice, mallory, nobody] = await Promise.all([
+      lookups.resolveHandle('did:plc:alice', false),
+      lookups.resolveHandle('did:plc:mallory', false),
+      lookups.resolveHandle('did:plc:nobody', false),
+    ])
+    expect(alice).toBe('alice.test')
+    expect(mallory).toBeNull()
+    expect(nobody).toBeUndefined()
+    // Cached on the worker: asking again does not reach the network, forcing does.
+    const before = asked.length
+    expect(await lookups.resolveHandle('did:plc:alice', false)).toBe('alice.test')
+    expect(asked.length).toBe(before)
+    expect(await lookups.resolveHandle('did:plc:alice', true)).toBe('alice.test')
+    expect(asked.length).toBeGreaterThan(before)
+  })
+
+  it('tells whether a repo is still hosted, and fails when the PDS cannot say', async () => {
+    expect(await lookups.isHosted('did:plc:alice')).toBe(true)
+    expect(await lookups.isHosted('did:plc:gone')).toBe(false)
+    expect(await lookups.isHosted('did:plc:nobody')).toBe(false)
+    await expect(lookups.isHosted('did:plc:broken')).rejects.toThrow(/answered 500/)
+  })
+
+  it('refuses lookups once stopped', async () => {
+    const own = lookupThread({ identity: { plcUrl: 'http://127.0.0.1:9' } })
+    const waiting = expect(own.resolveHandle('did:plc:alice', false)).rejects.toThrow(/stopped/)
+    await own.stop()
+    await waiting
+    await expect(own.isHosted('did:plc:alice')).rejects.toThrow(/stopped/)
+  })
+})
