@@ -43,7 +43,7 @@ describe('a consumer past the relay window', () => {
       ...BACKFILL_DEFAULTS,
       db: o.db.db,
       writer: o.writer,
-      idResolver: identity.idResolver,
+      didDocs: identity.idResolver.did,
       concurrency: 4,
     })
     backfill.followResyncs()

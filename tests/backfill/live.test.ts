@@ -47,7 +47,7 @@ describe('backfill beside the live stream', () => {
       ...BACKFILL_DEFAULTS,
       db: ours.db.db,
       writer: ours.writer,
-      idResolver: identity.idResolver,
+      didDocs: identity.idResolver.did,
       concurrency: 1,
       opsPerEvent: 5,
       eventsPerWrite: 2,

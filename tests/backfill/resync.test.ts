@@ -76,7 +76,7 @@ describe('repos out of sync are fetched again', () => {
       ...BACKFILL_DEFAULTS,
       db: db.db,
       writer,
-      idResolver: scratch.identity.idResolver,
+      didDocs: scratch.identity.idResolver.did,
     })
     backfill.followResyncs()
   })

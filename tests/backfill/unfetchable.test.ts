@@ -85,7 +85,7 @@ describe('repos that cannot be fetched', () => {
       ...BACKFILL_DEFAULTS,
       db: ours.db.db,
       writer: ours.writer,
-      idResolver: identity.idResolver,
+      didDocs: identity.idResolver.did,
       concurrency: 10,
       maxAttempts: 2,
       connectTimeoutMs: 400,

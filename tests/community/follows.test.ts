@@ -120,7 +120,7 @@ describe('a community widened to what its members follow', () => {
       ...BACKFILL_DEFAULTS,
       db: db.db,
       writer,
-      idResolver: createIdentity({ plcUrl: 'http://127.0.0.1:1' }).idResolver,
+      didDocs: createIdentity({ plcUrl: 'http://127.0.0.1:1' }).idResolver.did,
       scope: reopened,
     })
     await backfill.repos.enqueuePurge([X])

@@ -39,7 +39,7 @@ export async function startOurBackfill(target: {
       ...BACKFILL_DEFAULTS,
       db: db.db,
       writer,
-      idResolver: identity.idResolver,
+      didDocs: identity.idResolver.did,
       ...opts,
     })
   return {

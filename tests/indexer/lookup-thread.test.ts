@@ -1,7 +1,7 @@
 // The writer's lookups on their own thread answer as they do on the writer's: a verified handle,
-// null for a claim that does not verify, undefined for an identity that cannot be resolved, and
-// whether a PDS still hosts a repo (or an error when it cannot tell). A small HTTP server plays
-// PLC and the PDS.
+// null for a claim that does not verify, undefined for an identity that cannot be resolved,
+// whether a PDS still hosts a repo (or an error when it cannot tell), and DID documents. A small
+// HTTP server plays PLC and the PDS.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { lookupThread, type LookupThread } from '@openplane/ingest'
@@ -88,6 +88,13 @@ describe('lookups on their own thread', () => {
     expect(await lookups.isHosted('did:plc:gone')).toBe(false)
     expect(await lookups.isHosted('did:plc:nobody')).toBe(false)
     await expect(lookups.isHosted('did:plc:broken')).rejects.toThrow(/answered 500/)
+  })
+
+  it('gives DID documents, failing for a DID that does not resolve', async () => {
+    const doc = await lookups.ensureResolve('did:plc:gone')
+    expect(doc.id).toBe('did:plc:gone')
+    expect(doc.alsoKnownAs).toEqual(['at://gone.test'])
+    await expect(lookups.ensureResolve('did:plc:nobody')).rejects.toThrow(/nobody/)
   })
 
   it('refuses lookups once stopped', async () => {

@@ -17,7 +17,7 @@
 // the index of accounts queued for purging (they left the community) before fetching more. Repos
 // the live stream shows out of sync (sync 1.1) are fetched again (followResyncs).
 import { availableParallelism } from 'node:os'
-import { getPds, type IdResolver } from '@atproto/identity'
+import { getPds, type DidDocument } from '@atproto/identity'
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { IdentityPrefetch, IngestEvent, Scope, Writer } from '@openplane/ingest'
@@ -73,10 +73,19 @@ class HeldPastBound extends Error {
   }
 }
 
+/** Where a repo's DID document comes from; throws when the DID does not resolve. */
+export interface DidDocs {
+  ensureResolve(did: string): Promise<DidDocument>
+}
+
 export interface BackfillOptions {
   db: Kysely<DatabaseSchema>
   writer: Writer
-  idResolver: IdResolver
+  /**
+   * DID documents, for each repo's PDS and key: the identity resolver's (`idResolver.did`), or
+   * the writer's lookup thread, whose cache the writer's handle checks then share.
+   */
+  didDocs: DidDocs
   /** Check each repo's signature and CIDs (the DID document's key). */
   verify: boolean
   /** Repos in flight at once, over all hosts. */
@@ -691,7 +700,7 @@ export class Backfill {
   private async resolve(did: string): Promise<{ pds: string; signingKey: string | undefined }> {
     let doc
     try {
-      doc = await this.opts.idResolver.did.ensureResolve(did)
+      doc = await this.opts.didDocs.ensureResolve(did)
     } catch (err) {
       throw new RepoFailed(`DID does not resolve: ${messageOf(err)}`, undefined)
     }

@@ -17,7 +17,6 @@ import {
 } from '@openplane/backfill'
 import { Community } from '@openplane/community'
 import type { Db } from '@openplane/db'
-import { createIdentity } from '@openplane/identity'
 import { IdentityPrefetch, lookupThread, Writer } from '@openplane/ingest'
 import { logger } from '@openplane/telemetry'
 import { retryPolicy, type Config } from './config.ts'
@@ -132,7 +131,6 @@ async function run(
     allowPrivateNetwork: config.allowPrivateNetwork,
     testHandles: config.testHandles,
   }
-  const identity = createIdentity(identityOptions)
   // Handles and account hosting are looked up on their own thread, off the writer's.
   const deps = lookupThread({ identity: identityOptions })
   const writer = new Writer(db.db, deps, { scope: community })
@@ -145,7 +143,7 @@ async function run(
     ...BACKFILL_DEFAULTS,
     db: db.db,
     writer,
-    idResolver: identity.idResolver,
+    didDocs: deps,
     verify: config.verifyCommits,
     concurrency: Math.max(1, config.backfill.concurrency),
     perHost: config.backfill.perHost,

@@ -58,7 +58,7 @@ export async function purgeCommand(config: Config, argv: string[]): Promise<numb
           ...BACKFILL_DEFAULTS,
           db: db.db,
           writer,
-          idResolver: identity.idResolver,
+          didDocs: identity.idResolver.did,
           scope: community,
         })
         await backfill.purgeQueued()

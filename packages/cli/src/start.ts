@@ -109,7 +109,7 @@ export async function start(config: Config): Promise<Running> {
         ...BACKFILL_DEFAULTS,
         db: db.db,
         writer,
-        idResolver: identity.idResolver,
+        didDocs: lookups,
         verify: config.verifyCommits,
         concurrency: config.backfill.concurrency,
         perHost: config.backfill.perHost,

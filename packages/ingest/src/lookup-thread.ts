@@ -5,7 +5,7 @@
 // that dies is replaced and its lookups asked again; workers that keep dying are given up and
 // the lookups run on this thread, so a lookup is never lost to a worker.
 import { Worker } from 'node:worker_threads'
-import { createIdentity, type IdentityOptions } from '@openplane/identity'
+import { createIdentity, type DidDocument, type IdentityOptions } from '@openplane/identity'
 import { childLogger, counter } from '@openplane/telemetry'
 import { writerDeps, type WriterDeps } from './deps.ts'
 import { WorkerExits } from './worker-exits.ts'
@@ -29,6 +29,7 @@ export interface LookupSetup {
 export type LookupRequest =
   | { id: number; kind: 'handle'; did: string; force: boolean }
   | { id: number; kind: 'hosted'; did: string }
+  | { id: number; kind: 'doc'; did: string }
 
 export interface LookupRequests {
   requests: LookupRequest[]
@@ -36,7 +37,7 @@ export interface LookupRequests {
 
 export interface LookupReply {
   id: number
-  value?: string | null | boolean
+  value?: string | null | boolean | DidDocument
   error?: string
 }
 
@@ -52,6 +53,11 @@ interface Pending {
 }
 
 export interface LookupThread extends WriterDeps {
+  /**
+   * A DID's document (a backfill's PDS and key), from the cache the handle checks use: a repo
+   * fetched and then indexed costs one resolution. Throws when the DID does not resolve.
+   */
+  ensureResolve(did: string): Promise<DidDocument>
   stop(): Promise<void>
 }
 
@@ -59,6 +65,23 @@ export interface LookupThread extends WriterDeps {
 export function lookupThread(setup: LookupSetup): LookupThread {
   return new Lookups(setup)
 }
+
+/** The lookups a worker answers, answered on the thread that builds this. */
+export function lookupsHere(setup: LookupSetup) {
+  const identity = createIdentity(setup.identity)
+  const deps = writerDeps(identity, setup.timeoutMs)
+  const ensureResolve = (did: string) => identity.idResolver.did.ensureResolve(did)
+  return {
+    ...deps,
+    ensureResolve,
+    answer(r: LookupRequest): Promise<LookupReply['value']> {
+      if (r.kind === 'handle') return deps.resolveHandle(r.did, r.force)
+      if (r.kind === 'hosted') return deps.isHosted(r.did)
+      return ensureResolve(r.did)
+    },
+  }
+}
+type Here = ReturnType<typeof lookupsHere>
 
 class Lookups implements LookupThread {
   private readonly setup: LookupSetup
@@ -69,7 +92,7 @@ class Lookups implements LookupThread {
   private stopped = false
   private readonly exits = new WorkerExits()
   /** Set once workers keep dying: lookups run on this thread from then on. */
-  private here: WriterDeps | undefined
+  private here: Here | undefined
 
   constructor(setup: LookupSetup) {
     this.setup = setup
@@ -86,6 +109,11 @@ class Lookups implements LookupThread {
   isHosted(did: string): Promise<boolean> {
     if (this.here) return this.here.isHosted(did)
     return this.ask({ id: this.nextId++, kind: 'hosted', did }) as Promise<boolean>
+  }
+
+  ensureResolve(did: string): Promise<DidDocument> {
+    if (this.here) return this.here.ensureResolve(did)
+    return this.ask({ id: this.nextId++, kind: 'doc', did }) as Promise<DidDocument>
   }
 
   async stop(): Promise<void> {
@@ -144,14 +172,9 @@ class Lookups implements LookupThread {
     if (this.exits.tooMany()) {
       log.error({ code }, 'lookup workers keep exiting; looking up on the writer thread')
       this.worker = undefined
-      const here = writerDeps(createIdentity(this.setup.identity), this.setup.timeoutMs)
+      const here = lookupsHere(this.setup)
       this.here = here
-      for (const p of waiting) {
-        const { request: r } = p
-        const lookup =
-          r.kind === 'handle' ? here.resolveHandle(r.did, r.force) : here.isHosted(r.did)
-        lookup.then(p.resolve, p.reject)
-      }
+      for (const p of waiting) here.answer(p.request).then(p.resolve, p.reject)
       return
     }
     log.error({ code, inFlight: waiting.length }, 'lookup worker exited; replacing it')

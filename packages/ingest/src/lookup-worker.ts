@@ -1,13 +1,16 @@
-// A lookup worker: the writer's network lookups (handles, account hosting) on their own thread,
-// answered in whatever order they finish (see lookup-thread.ts).
+// A lookup worker: the writer's network lookups (handles, account hosting, DID documents) on
+// their own thread, answered in whatever order they finish (see lookup-thread.ts).
 import { parentPort, workerData } from 'node:worker_threads'
-import { createIdentity } from '@openplane/identity'
-import { writerDeps } from './deps.ts'
-import type { LookupReply, LookupReplies, LookupRequests, LookupSetup } from './lookup-thread.ts'
+import {
+  lookupsHere,
+  type LookupReply,
+  type LookupReplies,
+  type LookupRequests,
+  type LookupSetup,
+} from './lookup-thread.ts'
 import { threadCpuSeconds } from './stages.ts'
 
-const setup = workerData as LookupSetup
-const deps = writerDeps(createIdentity(setup.identity), setup.timeoutMs)
+const lookups = lookupsHere(workerData as LookupSetup)
 
 // Answers that finish in the same turn go back in one message.
 let outgoing: LookupReply[] = []
@@ -26,9 +29,7 @@ const answer = (reply: LookupReply) => {
 
 parentPort!.on('message', ({ requests }: LookupRequests) => {
   for (const req of requests) {
-    const lookup =
-      req.kind === 'handle' ? deps.resolveHandle(req.did, req.force) : deps.isHosted(req.did)
-    lookup.then(
+    lookups.answer(req).then(
       (value) => answer({ id: req.id, value }),
       (err: unknown) => answer({ id: req.id, error: (err as Error).message ?? String(err) }),
     )
