@@ -1,7 +1,8 @@
 // DID and handle resolution: PLC / did:web for documents, DNS then HTTPS well-known for handles,
 // both cached. A handle counts only if it resolves back to the DID (bidirectional check).
 import http from 'node:http'
-import { IdResolver, MemoryCache, getDid, getHandle, type DidDocument } from '@atproto/identity'
+import { IdResolver, getDid, getHandle, type DidDocument } from '@atproto/identity'
+import { BoundedDidCache } from './did-cache.ts'
 
 export interface IdentityOptions {
   plcUrl: string
@@ -13,6 +14,8 @@ export interface IdentityOptions {
   didStaleMs?: number
   didMaxMs?: number
   handleTtlMs?: number
+  /** DID documents, and handles, kept in memory at most (each; default 50,000). */
+  cacheSize?: number
 }
 
 export interface ResolvedIdentity {
@@ -34,12 +37,21 @@ export interface Identity {
 export type { DidDocument }
 
 const INVALID = 'handle.invalid'
+/**
+ * Documents and handles kept in memory: the accounts active lately, not every account ever seen
+ * (a document is about 1–2 KB as objects; 50,000 of them under 100 MB).
+ */
+const CACHE_SIZE = 50_000
 
 export function createIdentity(opts: IdentityOptions): Identity {
   const resolver = new IdResolver({
     plcUrl: opts.plcUrl,
     timeout: opts.timeoutMs ?? 3000,
-    didCache: new MemoryCache(opts.didStaleMs ?? 60 * 60_000, opts.didMaxMs ?? 24 * 60 * 60_000),
+    didCache: new BoundedDidCache({
+      max: opts.cacheSize ?? CACHE_SIZE,
+      staleMs: opts.didStaleMs ?? 60 * 60_000,
+      maxAgeMs: opts.didMaxMs ?? 24 * 60 * 60_000,
+    }),
     ...(opts.allowPrivateNetwork ? { fetch: globalThis.fetch } : {}),
   })
   const handleTtl = opts.handleTtlMs ?? 10 * 60_000
@@ -58,8 +70,10 @@ export function createIdentity(opts: IdentityOptions): Identity {
     const hit = handles.get(handle)
     if (!force && hit && Date.now() - hit.at < handleTtl) return hit.did
     const did = await resolveHandleUncached(handle)
-    if (handles.size > 100_000) handles.clear()
+    // The least recently resolved goes first.
+    handles.delete(handle)
     handles.set(handle, { did, at: Date.now() })
+    if (handles.size > (opts.cacheSize ?? CACHE_SIZE)) handles.delete(handles.keys().next().value!)
     return did
   }
 
