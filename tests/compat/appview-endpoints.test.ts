@@ -506,6 +506,8 @@ describe('every endpoint that reads the dataplane: the stock AppView on ours vs 
         DATAPLANE_BSYNC_URL: network.bsync.url,
         DATAPLANE_BSYNC_API_KEY: 'bsync-api-key',
         DATAPLANE_BSYNC_HTTP_VERSION: '1.1',
+        // Search as the stock searches: full-text search has its own suite (search-fulltext).
+        DATAPLANE_SEARCH: 'substring',
       },
     })
     appview = await spawnAppView(appViewEnvFor(network, dataplane.url))

@@ -100,7 +100,7 @@ export async function readCatalog(
 ): Promise<Catalog> {
   const excluded = new Set(excludeTables)
   const keep = (row: Row) =>
-    !excluded.has(String(row.table ?? row.name)) &&
+    !excluded.has(String(row.table ?? row.name ?? row.object)) &&
     !excluded.has(String(row.owned_by ?? '').split('.')[0] ?? '')
   // Deparsed SQL qualifies names with the schema (it is not on this pool's search_path).
   const unqualify = (value: unknown) =>

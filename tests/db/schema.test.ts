@@ -33,6 +33,9 @@ const OUR_TABLES = [
   'openplane_stream_cursor',
   'openplane_held_event',
   'openplane_held_event_id_seq',
+  // Full-text search's document (DATAPLANE_SEARCH=fulltext).
+  'function openplane_search_config(langs jsonb)',
+  'function openplane_post_document(body text, langs jsonb)',
 ]
 
 const created: string[] = []
@@ -103,6 +106,7 @@ describe('@openplane/db schema', () => {
         '0006-stream-cursor',
         '0007-repo-resync',
         '0008-cursor-event-time',
+        '0009-post-search',
       ],
     })
 
@@ -155,6 +159,7 @@ describe('@openplane/db schema', () => {
         '0006-stream-cursor',
         '0007-repo-resync',
         '0008-cursor-event-time',
+        '0009-post-search',
       ],
     })
 
@@ -184,6 +189,7 @@ describe('@openplane/db schema', () => {
       '0006-stream-cursor',
       '0007-repo-resync',
       '0008-cursor-event-time',
+      '0009-post-search',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -237,6 +243,7 @@ describe('@openplane/db schema', () => {
           '0006-stream-cursor',
           '0007-repo-resync',
           '0008-cursor-event-time',
+          '0009-post-search',
         ],
       })
 

@@ -47,6 +47,12 @@ export interface Config {
    */
   gapListUrl?: string
   verifyCommits: boolean
+  /**
+   * How SearchPosts and SearchActors find things: `fulltext` (words, phrases and the app's
+   * operators; the index is built concurrently by the indexing process) or `substring`, the
+   * stock's LIKE over every row.
+   */
+  search: 'substring' | 'fulltext'
   /** Threads decoding and checking firehose frames beside the writer's. */
   decodeWorkers: number
   initialCursor?: number
@@ -151,6 +157,14 @@ export interface TimelinesConfig {
 export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>
+
+function searchMode(env: Env): Config['search'] {
+  const mode = str(env, 'DATAPLANE_SEARCH', 'fulltext').toLowerCase()
+  if (mode !== 'fulltext' && mode !== 'substring') {
+    throw new ConfigError(`DATAPLANE_SEARCH must be fulltext or substring, got "${mode}"`)
+  }
+  return mode
+}
 
 function str(env: Env, name: string, dflt?: string): string {
   const v = env[name]?.trim()
@@ -418,6 +432,7 @@ export function readConfig(env: Env = process.env): Config {
       : undefined,
     gapListUrl: url(env, 'DATAPLANE_GAP_LIST_URL', undefined, ['http:', 'https:']) || undefined,
     verifyCommits: bool(env, 'DATAPLANE_VERIFY_COMMITS', false),
+    search: searchMode(env),
     // One core stays with the writer's thread.
     decodeWorkers: int(
       env,

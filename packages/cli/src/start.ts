@@ -41,6 +41,7 @@ import {
 import { holdLimits, retryPolicy, type Config } from './config.ts'
 import { openDatabase, openReadDatabase } from './database.ts'
 import { healthReport } from './health.ts'
+import { buildSearchIndexInBackground, type SearchIndexBuild } from './search-index.ts'
 import { takeWriterLock, type WriterLock } from './writer-lock.ts'
 
 const log = childLogger('start')
@@ -77,8 +78,10 @@ export async function start(config: Config): Promise<Running> {
   let community: Community | undefined
   let bsync: BsyncConsumer | undefined
   let labels: LabelConsumer | undefined
+  let searchIndex: SearchIndexBuild | undefined
   if (config.indexer) {
     lock = await writerLock(db, !config.postgres)
+    if (config.search === 'fulltext') searchIndex = buildSearchIndexInBackground(config, db)
     // Handles and account hosting are looked up on their own thread, off the writer's.
     const deps = (lookups = lookupThread({ identity: identityOptions }))
     // A community deployment indexes its accounts only, and asks for a backfill of each one new.
@@ -180,6 +183,7 @@ export async function start(config: Config): Promise<Running> {
     ctx: {
       db: reads.db,
       identity,
+      search: config.search,
       // A server following the feed uses its graph once loaded; Postgres answers until then.
       get graph() {
         return fast && (fast.follower?.ready ?? true) ? fast.graph : undefined
@@ -255,6 +259,7 @@ export async function start(config: Config): Promise<Running> {
       for (const i of indexers) await i.stop()
       prefetch?.stop()
       await lookups?.stop()
+      await searchIndex?.stop()
       await fast?.stop()
       await lock?.release()
       if (reads !== db) await reads.close()

@@ -9,5 +9,11 @@ export {
   PINNED_STOCK_MIGRATION,
   type MigrateResult,
 } from './migrate.ts'
+export {
+  buildPostSearchIndex,
+  POST_SEARCH_INDEX,
+  postSearchIndexState,
+  type IndexState,
+} from './search-index.ts'
 export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 export type * from './schema.ts'

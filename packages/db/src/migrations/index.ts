@@ -9,6 +9,7 @@ import * as repoQueue from './0005-repo-queue.ts'
 import * as streamCursor from './0006-stream-cursor.ts'
 import * as repoResync from './0007-repo-resync.ts'
 import * as cursorEventTime from './0008-cursor-event-time.ts'
+import * as postSearch from './0009-post-search.ts'
 
 /** Creates the stock's schema; recorded without running when adopting a stock database. */
 export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
@@ -25,6 +26,7 @@ export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvi
     '0006-stream-cursor': streamCursor,
     '0007-repo-resync': repoResync,
     '0008-cursor-event-time': cursorEventTime,
+    '0009-post-search': postSearch,
   }
   return { getMigrations: async () => migrations }
 }

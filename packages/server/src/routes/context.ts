@@ -14,7 +14,14 @@ export interface RouteContext {
   timelines?: HomeTimelineReader
   /** The in-memory follow graph, when this process keeps one current. */
   graph?: FollowGraph
+  /**
+   * How posts and actors are searched: `substring` as the stock does (the default here), or
+   * `fulltext` (routes/util/search-fulltext.ts).
+   */
+  search?: SearchMode
 }
+
+export type SearchMode = 'substring' | 'fulltext'
 
 export interface HomeTimelineReader {
   /** A page under the stock's rules, as answered, or undefined when Postgres must answer it. */

@@ -3,6 +3,7 @@
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { before, decodeTimeKey, encodeTimeKey, page } from './pagination.ts'
+import { splitUnquoted } from './search-query.ts'
 import { pageSize } from './stock-cursors.ts'
 
 type Db = Kysely<DatabaseSchema>
@@ -126,22 +127,4 @@ export function parsePostSearchQuery(query: string): { q: string; author: string
     else rest.push(token)
   }
   return { q: rest.join(' '), author }
-}
-
-/** Tokens between unquoted spaces, quotes kept; blank tokens dropped. */
-function splitUnquoted(query: string): string[] {
-  const tokens: string[] = []
-  let current = ''
-  let quoted = false
-  for (const c of query) {
-    if (c === ' ' && !quoted) {
-      if (current.trim()) tokens.push(current)
-      current = ''
-      continue
-    }
-    if (c === '"') quoted = !quoted
-    current += c
-  }
-  if (current.trim()) tokens.push(current)
-  return tokens
 }

@@ -1,0 +1,175 @@
+// Search that finds what people look for (DATAPLANE_SEARCH=fulltext): posts by their words with
+// Postgres full-text search (the document and its GIN index: @openplane/db migration 0009 and
+// search-index.ts), with the app's operators (search-query.ts); actors by handle and display
+// name with trigram word similarity, for typeahead. Posts come newest first with the stock's
+// cursor; taken-down posts and accounts are never returned (a deleted post has no row).
+import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
+import type { DatabaseSchema } from '@openplane/db'
+import { before, decodeTimeKey, encodeTimeKey, malformedCursor, page } from './pagination.ts'
+import { parsePostQuery, splitUnquoted, type PostQuery } from './search-query.ts'
+import type { SearchPage, SearchRequest } from './search-sql.ts'
+import { pageSize } from './stock-cursors.ts'
+
+type Db = Kysely<DatabaseSchema>
+type Condition = RawBuilder<SqlBool>
+
+const NOTHING: SearchPage = { results: [], cursor: '' }
+const DOCUMENT = sql`openplane_post_document(post.text, post.langs)`
+
+export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<SearchPage> {
+  const at = decodeTimeKey(req.cursor)
+  const limit = pageSize(req.limit)
+  const query = parsePostQuery(req.term)
+  const conditions = await postConditions(db, query)
+  if (!conditions || !limit) return NOTHING
+  const rows = await db
+    .selectFrom('post')
+    .where(sql<SqlBool>`${sql.join(conditions, sql` and `)}`)
+    .$call((qb) => (at ? qb.where(before('post.sortAt', 'post.cid', at)) : qb))
+    .select(['post.uri', 'post.cid', 'post.sortAt'])
+    .orderBy('post.sortAt', 'desc')
+    .orderBy('post.cid', 'desc')
+    .limit(limit + 1)
+    .execute()
+  const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
+  return { results: items.map((r) => r.uri), cursor }
+}
+
+/**
+ * The query's conditions on `post`; undefined when it can match nothing (no words and no
+ * operator, or an account operator naming an account the index does not know).
+ */
+async function postConditions(db: Db, q: PostQuery): Promise<Condition[] | undefined> {
+  const [author, to, mentions] = await Promise.all(
+    [q.author, q.to, q.mentions].map((a) => (a ? didOf(db, a) : undefined)),
+  )
+  if ((q.author && !author) || (q.to && !to) || (q.mentions && !mentions)) return undefined
+  const out: Condition[] = []
+  const words = textQuery(q)
+  if (words) out.push(sql<SqlBool>`${DOCUMENT} @@ ${words}`)
+  for (const tag of q.tags) out.push(hashtag(tag))
+  if (author) out.push(sql<SqlBool>`post.creator = ${author}`)
+  if (mentions) out.push(mentioning(mentions))
+  if (to) {
+    out.push(sql<SqlBool>`(post."replyParent" like ${`at://${to}/%`} or ${mentioning(to)})`)
+  }
+  if (q.lang) {
+    out.push(sql<SqlBool>`exists (
+      select 1 from jsonb_array_elements_text(
+        case when jsonb_typeof(post.langs) = 'array' then post.langs else '[]'::jsonb end
+      ) l where lower(l) = ${q.lang} or lower(l) like ${`${q.lang}-%`})`)
+  }
+  if (q.since) out.push(sql<SqlBool>`post."sortAt" >= ${q.since}`)
+  if (q.until) out.push(sql<SqlBool>`post."sortAt" < ${q.until}`)
+  if (q.domain) out.push(linking(q.domain))
+  if (!out.length) return undefined
+  out.push(sql<SqlBool>`not exists (
+    select 1 from record r where r.uri = post.uri and r."takedownRef" is not null)`)
+  out.push(sql<SqlBool>`not exists (
+    select 1 from actor a where a.did = post.creator and a."takedownRef" is not null)`)
+  return out
+}
+
+/**
+ * The words as a tsquery, in websearch's grammar (terms AND-ed, `or` between them, `-term`
+ * excluded, quoted phrases in order). Each word matches as written or, stemmed in the query's
+ * language (`lang:`, else English), a stem of a post in that language; a phrase matches as
+ * written. Built term by term so that an excluded word excludes both of its forms.
+ */
+function textQuery(q: PostQuery): RawBuilder<unknown> | undefined {
+  const config = q.lang
+    ? sql`openplane_search_config(jsonb_build_array(${q.lang}::text))`
+    : sql`'english'::regconfig`
+  const groups: RawBuilder<unknown>[][] = [[]]
+  for (const token of splitUnquoted(q.text)) {
+    if (token.toLowerCase() === 'or') {
+      if (groups.at(-1)!.length) groups.push([])
+      continue
+    }
+    const negated = token.startsWith('-') && token.length > 1
+    const body = negated ? token.slice(1) : token
+    const term = body.startsWith('"')
+      ? sql`phraseto_tsquery('simple', ${body.replaceAll('"', '')})`
+      : sql`(plainto_tsquery('simple', ${body}) || plainto_tsquery(${config}, ${body}))`
+    groups.at(-1)!.push(negated ? sql`!!${term}` : term)
+  }
+  const filled = groups.filter((g) => g.length)
+  if (!filled.length) return undefined
+  return sql`(${sql.join(
+    filled.map((g) => sql`(${sql.join(g, sql` && `)})`),
+    sql` || `,
+  )})`
+}
+
+/** A hashtag in the text (found through the index first), or in the record's `tags`. */
+function hashtag(tag: string): Condition {
+  const pattern = `(^|[^[:alnum:]_#])#${escapeRegex(tag)}($|[^[:alnum:]_])`
+  return sql<SqlBool>`((${DOCUMENT} @@ plainto_tsquery('simple', ${tag})
+    and post.text ~* ${pattern}) or post.tags @> jsonb_build_array(${tag}::text))`
+}
+
+/** The post mentions the account (a mention facet, as its notification records it). */
+function mentioning(did: string): Condition {
+  return sql<SqlBool>`exists (select 1 from notification n
+    where n."recordUri" = post.uri and n.reason = 'mention' and n.did = ${did})`
+}
+
+/** The post links to the host or a subdomain of it: its external embed, or a link in its text. */
+function linking(domain: string): Condition {
+  const host = `([a-z0-9-]+\\.)*${escapeRegex(domain)}`
+  const inEmbed = `^[a-z][a-z0-9+.-]*://${host}([:/?#]|$)`
+  const inText = `(^|[^a-z0-9.-])${host}([/:?#]|\\s|$)`
+  return sql<SqlBool>`(exists (select 1 from post_embed_external e
+    where e."postUri" = post.uri and lower(e.uri) ~ ${inEmbed}) or post.text ~* ${inText})`
+}
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+async function didOf(db: Db, account: string): Promise<string | undefined> {
+  if (account.startsWith('did:')) return account
+  const row = await db
+    .selectFrom('actor')
+    .where('handle', '=', account)
+    .select('did')
+    .executeTakeFirst()
+  return row?.did
+}
+
+/**
+ * Actors whose handle or display name holds a word like the term (trigram word similarity, which
+ * ignores case: typing "ali" finds alice.test and "Alicia K."), or whose handle starts with it;
+ * the most similar first. Both lookups use the stock's trigram indexes. The cursor is the count
+ * of actors already given.
+ */
+export async function searchActorsFulltext(db: Db, req: SearchRequest): Promise<SearchPage> {
+  const term = req.term.trim().replace(/^@/, '').toLowerCase()
+  const limit = pageSize(req.limit)
+  const offset = offsetOf(req.cursor)
+  if (!term || !limit) return NOTHING
+  const prefix = `${term.replace(/[\\%_]/g, '\\$&')}%`
+  const { rows } = await sql<{ did: string }>`
+    with hits as (
+      select did, word_similarity(${term}, handle) as score from actor
+      where ${term} <% handle or handle like ${prefix}
+      union all
+      select creator, word_similarity(${term}, "displayName") from profile
+      where ${term} <% "displayName"
+    )
+    select hits.did, max(hits.score) as score from hits
+    join actor a on a.did = hits.did and a."takedownRef" is null
+    group by hits.did
+    order by score desc, hits.did
+    offset ${offset} limit ${limit + 1}
+  `.execute(db)
+  const items = rows.slice(0, limit)
+  return {
+    results: items.map((r) => r.did),
+    cursor: rows.length > limit ? String(offset + limit) : '',
+  }
+}
+
+function offsetOf(cursor: string | undefined): number {
+  if (!cursor) return 0
+  if (!/^\d{1,9}$/.test(cursor)) throw malformedCursor()
+  return Number(cursor)
+}
