@@ -1,11 +1,12 @@
 // The recorded network corpus the ingest benches replay: the file named by BENCH_CORPUS, or one
 // generated from packages/sim/examples/firehose-network.json with the given size, recorded once
-// under .data/corpus and reused by later runs.
+// under .data/corpus and reused by later runs of the same generator version.
 import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs'
 import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import {
   CorpusReader,
+  GENERATOR_VERSION,
   parseFirehoseParams,
   recordFirehose,
   type CorpusSummary,
@@ -21,7 +22,8 @@ export async function benchCorpus(
   if (!file) {
     const dir = path.join(root, '.data/corpus')
     mkdirSync(dir, { recursive: true })
-    file = path.join(dir, `network-${size.events}-${size.repos}-s${size.seed}.firehose`)
+    const name = `network-${size.events}-${size.repos}-s${size.seed}-g${GENERATOR_VERSION}`
+    file = path.join(dir, `${name}.firehose`)
     if (!existsSync(file)) {
       const base = JSON.parse(
         readFileSync(path.join(root, 'packages/sim/examples/firehose-network.json'), 'utf8'),

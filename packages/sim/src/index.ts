@@ -88,6 +88,7 @@ export {
   DEFAULT_MIX,
   drainFirehose,
   FirehoseGenerator,
+  GENERATOR_VERSION,
   JetstreamView,
   mixShares,
   parseFirehoseParams,

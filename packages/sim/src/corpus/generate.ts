@@ -7,6 +7,14 @@ import { cidOf, cidToString, CborWriter, Link, type Block, type CborValue } from
 import { didFor, handleFor, tid } from '../ids.ts'
 import { hash32, Rng } from '../rng.ts'
 import { ACTIONS, mixShares, type Action, type FirehoseParams } from './params.ts'
+import { words } from './words.ts'
+
+/**
+ * Changes whenever the generator's output for the same parameters does (tests/sim/corpus.test.ts
+ * pins it): corpora recorded by another version are other data, and caches key on it.
+ * 2: post text drawn by Zipf's law from a 20,000-word vocabulary (words.ts).
+ */
+export const GENERATOR_VERSION = 2
 
 export type RepoOp =
   | { action: 'create' | 'update'; collection: string; rkey: string; record: Block }
@@ -427,17 +435,6 @@ export class FirehoseGenerator {
     }
     return value
   }
-}
-
-const WORDS = [
-  'the', 'network', 'today', 'morning', 'coffee', 'thread', 'photo', 'sky', 'open', 'post',
-  'really', 'good', 'new', 'people', 'city', 'music', 'game', 'read', 'write', 'code',
-] // prettier-ignore
-
-function words(rng: Rng, n: number): string {
-  const out: string[] = []
-  for (let i = 0; i < n; i++) out.push(WORDS[rng.int(WORDS.length)]!)
-  return out.join(' ')
 }
 
 /** A raw-codec CIDv1 (what blob refs hold) whose digest comes from two numbers. */

@@ -6,7 +6,13 @@ export {
   type CorpusHeader,
   type CorpusSummary,
 } from './file.ts'
-export { FirehoseGenerator, type ActionCounts, type RepoOp, type Step } from './generate.ts'
+export {
+  FirehoseGenerator,
+  GENERATOR_VERSION,
+  type ActionCounts,
+  type RepoOp,
+  type Step,
+} from './generate.ts'
 export {
   ACTIONS,
   DEFAULT_FIREHOSE,
