@@ -4,7 +4,7 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createPgDb, type Db } from '@openplane/db'
-import { preparable } from '../../packages/db/src/prepared.ts'
+import { PLAN_PER_CALL, preparable } from '../../packages/db/src/prepared.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 
@@ -40,6 +40,10 @@ describe('prepared reads', () => {
   it('names repeated reads only', () => {
     expect(preparable('select "n" from "item" where "uri" = any($1::text[])')).toBe(true)
     expect(preparable('with x as (select 1) select * from x')).toBe(true)
+    // A read planned for its values each time (a search) is never prepared.
+    expect(preparable(`select "uri" from "post" where "x" @@ $1 limit $2 ${PLAN_PER_CALL}`)).toBe(
+      false,
+    )
     expect(preparable('select "n" from "item" where "uri" in ($1, $2)')).toBe(false)
     expect(preparable('insert into "item" values ($1, $2)')).toBe(false)
     expect(preparable('update "item" set "n" = $1')).toBe(false)

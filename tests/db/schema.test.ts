@@ -36,6 +36,8 @@ const OUR_TABLES = [
   // Full-text search's document (DATAPLANE_SEARCH=fulltext).
   'function openplane_search_config(langs jsonb)',
   'function openplane_post_document(body text, langs jsonb)',
+  'function openplane_word_query(word text)',
+  'function openplane_phrase_query(phrase text)',
 ]
 
 const created: string[] = []

@@ -15,5 +15,6 @@ export {
   postSearchIndexState,
   type IndexState,
 } from './search-index.ts'
+export { PLAN_PER_CALL } from './prepared.ts'
 export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 export type * from './schema.ts'

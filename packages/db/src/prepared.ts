@@ -44,9 +44,17 @@ export class PreparedStatements {
   }
 }
 
+/**
+ * Marks a read Postgres must plan for its values on each call (a search, whose best plan depends
+ * on how common its words are): never prepared.
+ */
+export const PLAN_PER_CALL = '/* plan per call */'
+
 /** A read whose text repeats: no IN-list of parameters, whose length would vary. */
 export function preparable(text: string): boolean {
-  return /^\s*(select|with)\b/i.test(text) && !/\bin \(\$\d/i.test(text)
+  return (
+    /^\s*(select|with)\b/i.test(text) && !/\bin \(\$\d/i.test(text) && !text.includes(PLAN_PER_CALL)
+  )
 }
 
 /** A kysely pool over `pool` whose clients run repeated reads as named statements. */

@@ -1,10 +1,12 @@
 // Full-text search over posts (DATAPLANE_SEARCH=fulltext): the document a post is searched by,
-// as functions an expression index can use, so the stock's `post` table gains no column. The
-// document holds the text's words as written ('simple': any language, exact words) and, where
-// the post's first language has a Postgres configuration, their stems without stop words (so
-// "running" finds "runs" in an English post). The index itself is built concurrently by the
-// running dataplane (search-index.ts): on a large database that takes long, and must not hold
-// a migration, nor lock the table against writes.
+// and the queries that search it, as functions an expression index can use, so the stock's
+// `post` table gains no column. A post's document is its words stemmed in its first language
+// where Postgres has a configuration for it ("running" → run, stop words dropped), else as
+// written ('simple'). A searched word matches its forms in every configuration (the word as
+// written, and its stem in each language), so it finds a post in any language without being
+// told which. The index itself is built concurrently by the running dataplane
+// (search-index.ts): on a large database that takes long, and must not hold a migration, nor
+// lock the table against writes.
 import { sql, type Kysely } from 'kysely'
 
 /** ISO 639-1 codes → the Postgres text search configuration for them. */
@@ -49,31 +51,42 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     name: string
   }>`SELECT cfgname AS name FROM pg_catalog.pg_ts_config`.execute(db)
   const have = new Set(present.map((r) => r.name))
-  const cases = Object.entries(CONFIGS)
-    .filter(([, config]) => have.has(config))
-    .map(([code, config]) => `WHEN '${code}' THEN '${config}'`)
-    .join(' ')
-  // Qualified by schema inside the bodies: an expression index is also evaluated by autovacuum,
-  // whose search_path does not hold this schema.
-  await sql
-    .raw(
-      `CREATE OR REPLACE FUNCTION "${schema}".openplane_search_config(langs jsonb)
-      RETURNS regconfig LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-        SELECT (CASE lower(split_part(
-          CASE WHEN jsonb_typeof(langs) = 'array' THEN coalesce(langs->>0, '') ELSE '' END,
-          '-', 1)) ${cases} ELSE 'simple' END)::regconfig
-      $$`,
-    )
-    .execute(db)
-  await sql
-    .raw(
-      `CREATE OR REPLACE FUNCTION "${schema}".openplane_post_document(body text, langs jsonb)
-      RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-        SELECT CASE WHEN c = 'simple'::regconfig THEN to_tsvector(c, coalesce(body, ''))
-          ELSE to_tsvector('simple'::regconfig, coalesce(body, ''))
-            || to_tsvector(c, coalesce(body, '')) END
-        FROM (SELECT "${schema}".openplane_search_config(langs) AS c) config
-      $$`,
-    )
-    .execute(db)
+  const mapped = Object.entries(CONFIGS).filter(([, config]) => have.has(config))
+  const cases = mapped.map(([code, config]) => `WHEN '${code}' THEN '${config}'`).join(' ')
+  const all = ['simple', ...new Set(mapped.map(([, config]) => config))]
+  const fn = (name: string) => `"${schema}".${name}`
+  // Each body is one expression, so Postgres inlines it where a query calls it (a call of a SQL
+  // function it cannot inline costs about ten times the work, per row). Qualified by schema: an
+  // expression index is also evaluated by autovacuum, whose search_path lacks this schema.
+  for (const statement of [
+    `CREATE OR REPLACE FUNCTION ${fn('openplane_search_config')}(langs jsonb)
+    RETURNS regconfig LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT (CASE lower(split_part(
+        CASE WHEN jsonb_typeof(langs) = 'array' THEN coalesce(langs->>0, '') ELSE '' END,
+        '-', 1)) ${cases} ELSE 'simple' END)::regconfig
+    $$`,
+    `CREATE OR REPLACE FUNCTION ${fn('openplane_post_document')}(body text, langs jsonb)
+    RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT to_tsvector(${fn('openplane_search_config')}(langs), coalesce(body, ''))
+    $$`,
+    // A word's (or a phrase's) query in every configuration, each distinct form once: repeated
+    // alternatives would make Postgres think the word that much more common, and choose a plan
+    // for a common word.
+    `CREATE OR REPLACE FUNCTION ${fn('openplane_word_query')}(word text)
+    RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT coalesce(string_agg(DISTINCT '(' || q || ')', ' | '), '')::tsquery
+      FROM unnest(ARRAY[${all.map((c) => `'${c}'`).join(', ')}]::regconfig[]) AS c,
+        LATERAL (SELECT plainto_tsquery(c, word)::text AS q) f
+      WHERE q <> ''
+    $$`,
+    `CREATE OR REPLACE FUNCTION ${fn('openplane_phrase_query')}(phrase text)
+    RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT coalesce(string_agg(DISTINCT '(' || q || ')', ' | '), '')::tsquery
+      FROM unnest(ARRAY[${all.map((c) => `'${c}'`).join(', ')}]::regconfig[]) AS c,
+        LATERAL (SELECT phraseto_tsquery(c, phrase)::text AS q) f
+      WHERE q <> ''
+    $$`,
+  ]) {
+    await sql.raw(statement).execute(db)
+  }
 }

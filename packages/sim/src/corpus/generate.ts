@@ -7,7 +7,7 @@ import { cidOf, cidToString, CborWriter, Link, type Block, type CborValue } from
 import { didFor, handleFor, tid } from '../ids.ts'
 import { hash32, Rng } from '../rng.ts'
 import { ACTIONS, mixShares, type Action, type FirehoseParams } from './params.ts'
-import { words } from './words.ts'
+import { postText, words } from './words.ts'
 
 /**
  * Changes whenever the generator's output for the same parameters does (tests/sim/corpus.test.ts
@@ -390,7 +390,7 @@ export class FirehoseGenerator {
 
   private postBody(user: number, quoting: boolean): Record<string, CborValue> {
     const f = this.params.post_features
-    let text = `post by user${user}: ${words(this.rng, 3 + this.rng.int(12))}`
+    let text = postText(this.rng, user)
     const value: Record<string, CborValue> = { langs: ['en'] }
     if (this.rng.float() < f.mention) {
       const mentioned = this.popular(user)

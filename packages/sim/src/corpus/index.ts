@@ -6,6 +6,7 @@ export {
   type CorpusHeader,
   type CorpusSummary,
 } from './file.ts'
+export { postText, VOCABULARY, wordAt } from './words.ts'
 export {
   FirehoseGenerator,
   GENERATOR_VERSION,

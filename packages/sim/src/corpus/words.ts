@@ -65,3 +65,8 @@ export function words(rng: Rng, n: number): string {
   for (let i = 0; i < n; i++) out.push(wordAt(rng.u32() / 2 ** 32))
   return out.join(' ')
 }
+
+/** A generated post's text: who wrote it, then 3 to 14 words. */
+export function postText(rng: Rng, user: number): string {
+  return `post by user${user}: ${words(rng, 3 + rng.int(12))}`
+}

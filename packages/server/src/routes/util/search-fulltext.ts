@@ -4,7 +4,7 @@
 // name with trigram word similarity, for typeahead. Posts come newest first with the stock's
 // cursor; taken-down posts and accounts are never returned (a deleted post has no row).
 import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { PLAN_PER_CALL, type DatabaseSchema } from '@openplane/db'
 import { before, decodeTimeKey, encodeTimeKey, malformedCursor, page } from './pagination.ts'
 import { parsePostQuery, splitUnquoted, type PostQuery } from './search-query.ts'
 import type { SearchPage, SearchRequest } from './search-sql.ts'
@@ -22,17 +22,36 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
   const query = parsePostQuery(req.term)
   const conditions = await postConditions(db, query)
   if (!conditions || !limit) return NOTHING
-  const rows = await db
+  const matches = db
     .selectFrom('post')
     .where(sql<SqlBool>`${sql.join(conditions, sql` and `)}`)
     .$call((qb) => (at ? qb.where(before('post.sortAt', 'post.cid', at)) : qb))
-    .select(['post.uri', 'post.cid', 'post.sortAt'])
+    .select(['post.uri', 'post.cid', 'post.sortAt', 'post.creator'])
     .orderBy('post.sortAt', 'desc')
     .orderBy('post.cid', 'desc')
     .limit(limit + 1)
+  // Takedowns are looked up for the page's posts only, by key: as a condition of the search
+  // Postgres checks them for every match (a word in a tenth of a million posts), or scans the
+  // tables for taken-down rows. A page may come short by its taken-down posts; the cursor
+  // still moves past them.
+  const rows = await db
+    .selectFrom(matches.as('m'))
+    .select(['m.uri', 'm.cid', 'm.sortAt'])
+    .select(
+      sql<boolean>`exists (select 1 from record r
+        where r.uri = m.uri and r."takedownRef" is not null)
+      or exists (select 1 from actor a where a.did = m.creator and a."takedownRef" is not null)`.as(
+        'hidden',
+      ),
+    )
+    .orderBy('m.sortAt', 'desc')
+    .orderBy('m.cid', 'desc')
+    // Planned for its words: a common word is best found walking the newest posts, a rare one
+    // through the index; a plan cached for another word would do one of them badly.
+    .modifyEnd(sql.raw(PLAN_PER_CALL))
     .execute()
   const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
-  return { results: items.map((r) => r.uri), cursor }
+  return { results: items.filter((r) => !r.hidden).map((r) => r.uri), cursor }
 }
 
 /**
@@ -62,24 +81,16 @@ async function postConditions(db: Db, q: PostQuery): Promise<Condition[] | undef
   if (q.since) out.push(sql<SqlBool>`post."sortAt" >= ${q.since}`)
   if (q.until) out.push(sql<SqlBool>`post."sortAt" < ${q.until}`)
   if (q.domain) out.push(linking(q.domain))
-  if (!out.length) return undefined
-  out.push(sql<SqlBool>`not exists (
-    select 1 from record r where r.uri = post.uri and r."takedownRef" is not null)`)
-  out.push(sql<SqlBool>`not exists (
-    select 1 from actor a where a.did = post.creator and a."takedownRef" is not null)`)
-  return out
+  return out.length ? out : undefined
 }
 
 /**
  * The words as a tsquery, in websearch's grammar (terms AND-ed, `or` between them, `-term`
- * excluded, quoted phrases in order). Each word matches as written or, stemmed in the query's
- * language (`lang:`, else English), a stem of a post in that language; a phrase matches as
- * written. Built term by term so that an excluded word excludes both of its forms.
+ * excluded, quoted phrases in order). Each word or phrase matches its forms in every language
+ * (migration 0009's openplane_word_query): built term by term so that an excluded word excludes
+ * all of them.
  */
 function textQuery(q: PostQuery): RawBuilder<unknown> | undefined {
-  const config = q.lang
-    ? sql`openplane_search_config(jsonb_build_array(${q.lang}::text))`
-    : sql`'english'::regconfig`
   const groups: RawBuilder<unknown>[][] = [[]]
   for (const token of splitUnquoted(q.text)) {
     if (token.toLowerCase() === 'or') {
@@ -89,8 +100,8 @@ function textQuery(q: PostQuery): RawBuilder<unknown> | undefined {
     const negated = token.startsWith('-') && token.length > 1
     const body = negated ? token.slice(1) : token
     const term = body.startsWith('"')
-      ? sql`phraseto_tsquery('simple', ${body.replaceAll('"', '')})`
-      : sql`(plainto_tsquery('simple', ${body}) || plainto_tsquery(${config}, ${body}))`
+      ? sql`openplane_phrase_query(${body.replaceAll('"', '')})`
+      : sql`openplane_word_query(${body})`
     groups.at(-1)!.push(negated ? sql`!!${term}` : term)
   }
   const filled = groups.filter((g) => g.length)
@@ -104,7 +115,7 @@ function textQuery(q: PostQuery): RawBuilder<unknown> | undefined {
 /** A hashtag in the text (found through the index first), or in the record's `tags`. */
 function hashtag(tag: string): Condition {
   const pattern = `(^|[^[:alnum:]_#])#${escapeRegex(tag)}($|[^[:alnum:]_])`
-  return sql<SqlBool>`((${DOCUMENT} @@ plainto_tsquery('simple', ${tag})
+  return sql<SqlBool>`((${DOCUMENT} @@ openplane_word_query(${tag})
     and post.text ~* ${pattern}) or post.tags @> jsonb_build_array(${tag}::text))`
 }
 
