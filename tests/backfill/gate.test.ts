@@ -222,6 +222,52 @@ describe('repo gate: a backfill and the live events of its repo', () => {
     expect(await stored(replier)).toEqual([])
   })
 
+  it('a repo waiting for one held repo keeps its replies to another until that one goes', async () => {
+    const first = 'did:plc:firstheldfirstheldfirsthe'
+    const second = 'did:plc:secondheldsecondheldsecon'
+    const replier = 'did:plc:waiterwaiterwaiterwaiterw'
+    const replyTo = (did: string, i: number): Commit['ops'][number] => ({
+      action: 'create',
+      collection: 'app.bsky.feed.post',
+      rkey: rkey(i),
+      cid: CID,
+      record: {
+        ...record(i),
+        reply: {
+          root: { uri: uriOf(did, 1), cid: CID },
+          parent: { uri: uriOf(did, 1), cid: CID },
+        },
+      },
+    })
+    writer.gate.hold(first)
+    writer.gate.hold(second)
+    // The replier waits for the first repo (its reply to it), then replies to the second.
+    await writer.applyBatch('live', [
+      commitOf(first, 70, '3kb', [create(1)]),
+      commitOf(second, 71, '3kb', [create(1)]),
+      commitOf(replier, 72, '3kb', [replyTo(first, 1)]),
+      commitOf(replier, 73, '3kc', [replyTo(second, 2)]),
+    ])
+    // The first repo's fetch fails while the second is still held: the replier's events stay
+    // held, now waiting for the second.
+    await writer.applyRepos([{ did: first, events: [], finish: {} }], async () => {})
+    expect(await posts(replier)).toEqual([])
+    expect(writer.gate.holding(replier)).toBe(true)
+    await writer.applyRepos([{ did: second, events: [], finish: {} }], async () => {})
+    expect(writer.gate.holding(replier)).toBe(false)
+    expect(writer.gate.holding(first)).toBe(false)
+    const judged = await sql<{ uri: string; invalidReplyRoot: boolean | null }>`
+      select uri, "invalidReplyRoot" from post where creator = ${replier} order by uri`.execute(
+      db.db,
+    )
+    expect(judged.rows).toEqual([
+      { uri: uriOf(replier, 1), invalidReplyRoot: null },
+      { uri: uriOf(replier, 2), invalidReplyRoot: null },
+    ])
+    expect(await posts(first)).toEqual([uriOf(first, 1)])
+    expect(await stored(replier)).toEqual([])
+  })
+
   it('reports a repo whose held events pass a bound, once', async () => {
     const bounded = new WriterClass(db.db, writerDeps(scratch.identity, 200), {
       hold: { perRepo: 2, total: 3 },

@@ -274,14 +274,17 @@ export class RepoGate {
 
   /**
    * For a held repo about to be let go: another repo still held (and not let go in the same
-   * write, `finishing`) that its held posts refer to — its held events should wait for that one
-   * (defer) instead of being written now, before the records they refer to.
+   * write, `finishing`) that its held posts, or those of a repo waiting for it, refer to — its
+   * held events should wait for that one (defer) instead of being written now, before the
+   * records they refer to.
    */
   waitsOn(did: string, finishing: ReadonlySet<string>): string | undefined {
-    for (const other of this.refersTo.get(did) ?? []) {
-      if (!this.held.has(other)) continue
-      const root = this.waitsFor.get(other) ?? other
-      if (root !== did && !finishing.has(root) && this.held.has(root)) return root
+    for (const member of this.family(did)) {
+      for (const other of this.refersTo.get(member) ?? []) {
+        if (!this.held.has(other)) continue
+        const root = this.waitsFor.get(other) ?? other
+        if (root !== did && !finishing.has(root) && this.held.has(root)) return root
+      }
     }
     return undefined
   }
