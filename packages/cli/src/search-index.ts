@@ -28,6 +28,8 @@ export function buildSearchIndexInBackground(config: Config, db: Db): SearchInde
       const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(on.db)
       pid = rows[0]?.pid
     }
+    // A stop that came before the build could be cancelled: none begins.
+    if (stopping) return
     log.info('building the post search index (concurrently: indexing and reads go on)')
     const outcome = await buildPostSearchIndex(on)
     if (outcome === 'elsewhere') {

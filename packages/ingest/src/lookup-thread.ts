@@ -16,7 +16,7 @@ const restarts = counter(
   'Lookup workers that died and were replaced',
 )
 /** CPU of the lookup thread: what the writer's thread is spared. */
-export const lookupCpuSeconds = counter(
+const lookupCpuSeconds = counter(
   'openplane_lookup_cpu_seconds_total',
   'CPU time of the thread resolving identities and account hosting for the writer',
 )
@@ -167,8 +167,10 @@ class Lookups implements LookupThread {
   private exited(worker: Worker, code: number): void {
     if (this.stopped || worker !== this.worker) return
     restarts.inc()
+    // Every lookup not answered, sent or not yet: asked again, once.
     const waiting = [...this.pending.values()]
     this.pending.clear()
+    this.outgoing = []
     if (this.exits.tooMany()) {
       log.error({ code }, 'lookup workers keep exiting; looking up on the writer thread')
       this.worker = undefined
@@ -181,7 +183,7 @@ class Lookups implements LookupThread {
     this.worker = this.spawn()
     for (const p of waiting) this.pending.set(p.request.id, p)
     if (this.pending.size) this.worker.ref()
-    this.outgoing.push(...waiting.map((p) => p.request))
+    this.outgoing = waiting.map((p) => p.request)
     if (this.outgoing.length) setImmediate(() => this.send())
   }
 }
