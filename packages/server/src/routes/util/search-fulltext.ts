@@ -70,7 +70,8 @@ async function postConditions(db: Db, q: PostQuery): Promise<Condition[] | undef
   if (author) out.push(sql<SqlBool>`post.creator = ${author}`)
   if (mentions) out.push(mentioning(mentions))
   if (to) {
-    out.push(sql<SqlBool>`(post."replyParent" like ${`at://${to}/%`} or ${mentioning(to)})`)
+    const parent = `at://${escapeLike(to)}/%`
+    out.push(sql<SqlBool>`(post."replyParent" like ${parent} or ${mentioning(to)})`)
   }
   if (q.lang) {
     out.push(sql<SqlBool>`exists (
@@ -135,6 +136,8 @@ function linking(domain: string): Condition {
 }
 
 const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+/** A did:web may hold `%` (an encoded port): matched as itself in a LIKE pattern. */
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, '\\$&')
 
 async function didOf(db: Db, account: string): Promise<string | undefined> {
   if (account.startsWith('did:')) return account
@@ -157,7 +160,7 @@ export async function searchActorsFulltext(db: Db, req: SearchRequest): Promise<
   const limit = pageSize(req.limit)
   const offset = offsetOf(req.cursor)
   if (!term || !limit) return NOTHING
-  const prefix = `${term.replace(/[\\%_]/g, '\\$&')}%`
+  const prefix = `${escapeLike(term)}%`
   const { rows } = await sql<{ did: string }>`
     with hits as (
       select did, word_similarity(${term}, handle) as score from actor
