@@ -43,6 +43,17 @@ const del = (i: number): Commit['ops'][number] => ({
   collection: 'app.bsky.feed.post',
   rkey: rkey(i),
 })
+/** Post `i` replying to post 1 of `to`. */
+const replyOp = (i: number, to: string): Commit['ops'][number] => ({
+  action: 'create',
+  collection: 'app.bsky.feed.post',
+  rkey: rkey(i),
+  cid: CID,
+  record: {
+    ...record(i),
+    reply: { root: { uri: uriOf(to, 1), cid: CID }, parent: { uri: uriOf(to, 1), cid: CID } },
+  },
+})
 
 describe('repo gate: a backfill and the live events of its repo', () => {
   let scratch: ScratchWriter
@@ -143,25 +154,12 @@ describe('repo gate: a backfill and the live events of its repo', () => {
   it("holds another repo's reply to a held repo's post until that repo is written", async () => {
     const parent = 'did:plc:parentparentparentparentp'
     const replier = 'did:plc:replierreplierreplierrepl'
-    const reply = (i: number): Commit['ops'][number] => ({
-      action: 'create',
-      collection: 'app.bsky.feed.post',
-      rkey: rkey(i),
-      cid: CID,
-      record: {
-        ...record(i),
-        reply: {
-          root: { uri: uriOf(parent, 1), cid: CID },
-          parent: { uri: uriOf(parent, 1), cid: CID },
-        },
-      },
-    })
     writer.gate.hold(parent)
     // The parent post (held with its repo), a reply to it from another repo, then that repo's
     // next post: the reply and what follows it wait, in order.
     await writer.applyBatch('live', [
       commitOf(parent, 50, '3kb', [create(1)]),
-      commitOf(replier, 51, '3kb', [reply(1)]),
+      commitOf(replier, 51, '3kb', [replyOp(1, parent)]),
       commitOf(replier, 52, '3kc', [create(2)]),
     ])
     expect(await posts(replier)).toEqual([])
@@ -190,25 +188,12 @@ describe('repo gate: a backfill and the live events of its repo', () => {
   it('a held repo let go first keeps its replies to another held repo until that one goes', async () => {
     const parent = 'did:plc:heldparentheldparentheldp'
     const replier = 'did:plc:heldreplierheldreplierhe'
-    const reply: Commit['ops'][number] = {
-      action: 'create',
-      collection: 'app.bsky.feed.post',
-      rkey: rkey(1),
-      cid: CID,
-      record: {
-        ...record(1),
-        reply: {
-          root: { uri: uriOf(parent, 1), cid: CID },
-          parent: { uri: uriOf(parent, 1), cid: CID },
-        },
-      },
-    }
     // Both repos are being fetched; the reply's repo fails first.
     writer.gate.hold(parent)
     writer.gate.hold(replier)
     await writer.applyBatch('live', [
       commitOf(parent, 60, '3kb', [create(1)]),
-      commitOf(replier, 61, '3kb', [reply]),
+      commitOf(replier, 61, '3kb', [replyOp(1, parent)]),
     ])
     await writer.applyRepos([{ did: replier, events: [], finish: {} }], async () => {})
     expect(await posts(replier)).toEqual([])
@@ -226,27 +211,14 @@ describe('repo gate: a backfill and the live events of its repo', () => {
     const first = 'did:plc:firstheldfirstheldfirsthe'
     const second = 'did:plc:secondheldsecondheldsecon'
     const replier = 'did:plc:waiterwaiterwaiterwaiterw'
-    const replyTo = (did: string, i: number): Commit['ops'][number] => ({
-      action: 'create',
-      collection: 'app.bsky.feed.post',
-      rkey: rkey(i),
-      cid: CID,
-      record: {
-        ...record(i),
-        reply: {
-          root: { uri: uriOf(did, 1), cid: CID },
-          parent: { uri: uriOf(did, 1), cid: CID },
-        },
-      },
-    })
     writer.gate.hold(first)
     writer.gate.hold(second)
     // The replier waits for the first repo (its reply to it), then replies to the second.
     await writer.applyBatch('live', [
       commitOf(first, 70, '3kb', [create(1)]),
       commitOf(second, 71, '3kb', [create(1)]),
-      commitOf(replier, 72, '3kb', [replyTo(first, 1)]),
-      commitOf(replier, 73, '3kc', [replyTo(second, 2)]),
+      commitOf(replier, 72, '3kb', [replyOp(1, first)]),
+      commitOf(replier, 73, '3kc', [replyOp(2, second)]),
     ])
     // The first repo's fetch fails while the second is still held: the replier's events stay
     // held, now waiting for the second.

@@ -69,24 +69,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       SELECT to_tsvector(${fn('openplane_search_config')}(langs), coalesce(body, ''))
     $$`,
-    // A word's (or a phrase's) query in every configuration, each distinct form once: repeated
-    // alternatives would make Postgres think the word that much more common, and choose a plan
-    // for a common word.
-    `CREATE OR REPLACE FUNCTION ${fn('openplane_word_query')}(word text)
-    RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT coalesce(string_agg(DISTINCT '(' || q || ')', ' | '), '')::tsquery
-      FROM unnest(ARRAY[${all.map((c) => `'${c}'`).join(', ')}]::regconfig[]) AS c,
-        LATERAL (SELECT plainto_tsquery(c, word)::text AS q) f
-      WHERE q <> ''
-    $$`,
-    `CREATE OR REPLACE FUNCTION ${fn('openplane_phrase_query')}(phrase text)
-    RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT coalesce(string_agg(DISTINCT '(' || q || ')', ' | '), '')::tsquery
-      FROM unnest(ARRAY[${all.map((c) => `'${c}'`).join(', ')}]::regconfig[]) AS c,
-        LATERAL (SELECT phraseto_tsquery(c, phrase)::text AS q) f
-      WHERE q <> ''
-    $$`,
+    inEveryConfig(fn('openplane_word_query'), 'word', 'plainto_tsquery', all),
+    inEveryConfig(fn('openplane_phrase_query'), 'phrase', 'phraseto_tsquery', all),
   ]) {
     await sql.raw(statement).execute(db)
   }
+}
+
+/**
+ * A function giving a word's (or a phrase's) query in every configuration, each distinct form
+ * once: repeated alternatives would make Postgres think the word that much more common, and
+ * choose a plan for a common word.
+ */
+function inEveryConfig(name: string, param: string, parse: string, configs: string[]): string {
+  return `CREATE OR REPLACE FUNCTION ${name}(${param} text)
+    RETURNS tsquery LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+      SELECT coalesce(string_agg(DISTINCT '(' || q || ')', ' | '), '')::tsquery
+      FROM unnest(ARRAY[${configs.map((c) => `'${c}'`).join(', ')}]::regconfig[]) AS c,
+        LATERAL (SELECT ${parse}(c, ${param})::text AS q) f
+      WHERE q <> ''
+    $$`
 }

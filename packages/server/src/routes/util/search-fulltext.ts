@@ -7,7 +7,7 @@ import { sql, type Kysely, type RawBuilder, type SqlBool } from 'kysely'
 import { PLAN_PER_CALL, type DatabaseSchema } from '@openplane/db'
 import { before, decodeTimeKey, encodeTimeKey, malformedCursor, page } from './pagination.ts'
 import { parsePostQuery, splitUnquoted, type PostQuery } from './search-query.ts'
-import type { SearchPage, SearchRequest } from './search-sql.ts'
+import { didOfHandle, type SearchPage, type SearchRequest } from './search-sql.ts'
 import { pageSize } from './stock-cursors.ts'
 
 type Db = Kysely<DatabaseSchema>
@@ -139,15 +139,8 @@ const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 /** A did:web may hold `%` (an encoded port): matched as itself in a LIKE pattern. */
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, '\\$&')
 
-async function didOf(db: Db, account: string): Promise<string | undefined> {
-  if (account.startsWith('did:')) return account
-  const row = await db
-    .selectFrom('actor')
-    .where('handle', '=', account)
-    .select('did')
-    .executeTakeFirst()
-  return row?.did
-}
+const didOf = (db: Db, account: string): Promise<string | undefined> =>
+  account.startsWith('did:') ? Promise.resolve(account) : didOfHandle(db, account)
 
 /**
  * Actors whose handle or display name holds a word like the term (trigram word similarity, which

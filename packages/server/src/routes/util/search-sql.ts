@@ -104,7 +104,8 @@ export async function searchFeedGeneratorsSql(db: Db, req: SearchRequest): Promi
   return { results: items.map((r) => r.uri), cursor }
 }
 
-async function didOfHandle(db: Db, handle: string): Promise<string | undefined> {
+/** The DID the index holds for a handle, if any. */
+export async function didOfHandle(db: Db, handle: string): Promise<string | undefined> {
   const row = await db
     .selectFrom('actor')
     .where('handle', '=', handle)
