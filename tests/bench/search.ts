@@ -49,6 +49,8 @@ const db = createPgDb({ url: PG_URL, schema, poolSize: 4 })
 interface Side {
   name: string
   latencies: Float64Array
+  /** The slowest queries, slowest first. */
+  slowest: { term: string; ms: number; found: number }[]
   found: number
   nodeCpu: number
   pgCpu: number
@@ -84,6 +86,10 @@ try {
   )
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const s of [stock, ours]) console.log(row(s))
+  for (const s of [stock, ours]) {
+    const slow = s.slowest.map((q) => `${q.term} ${q.ms.toFixed(0)} ms (${q.found})`)
+    console.log(`slowest, ${s.name}: ${slow.join(', ')}`)
+  }
   // The same queries on both sides, where the stock was asked fewer.
   const shared = ours.latencies.slice(0, stock.latencies.length).sort()
   const ourP99 = quantile(shared, 0.99)
@@ -201,17 +207,21 @@ async function measure(
   const timed = queries.slice(WARMUP)
   const latencies = new Float64Array(timed.length)
   let found = 0
+  const each: { term: string; ms: number; found: number }[] = []
   const cpu0 = process.cpuUsage()
   const pg0 = cpuByName('postgres')
   for (const [i, q] of timed.entries()) {
     const t = performance.now()
-    if ((await ask(q)) > 0) found++
+    const n = await ask(q)
+    if (n > 0) found++
     latencies[i] = performance.now() - t
+    each.push({ term: q, ms: latencies[i]!, found: n })
   }
   const cpu = process.cpuUsage(cpu0)
   return {
     name,
     latencies,
+    slowest: each.sort((a, b) => b.ms - a.ms).slice(0, 5),
     found,
     nodeCpu: (cpu.user + cpu.system) / 1e6,
     pgCpu: cpuByName('postgres') - pg0,

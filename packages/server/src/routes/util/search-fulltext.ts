@@ -16,42 +16,91 @@ type Condition = RawBuilder<SqlBool>
 const NOTHING: SearchPage = { results: [], cursor: '' }
 const DOCUMENT = sql`openplane_post_document(post.text, post.langs)`
 
+/**
+ * Posts the newest page is first looked for among: a word in one post of forty fills a page
+ * there; the rest are found through the index alone.
+ */
+const RECENT = 1000
+
+type Match = { uri: string; cid: string; sortAt: string; creator: string }
+
+/**
+ * Newest first, in two steps, because Postgres cannot tell how common a word is well enough to
+ * choose between walking the newest posts (the best plan for a common word) and the index (for a
+ * rare one): its estimate for a rare word can be off a hundredfold, and walking a million posts
+ * for it takes seconds. So the newest RECENT posts are searched first, which is cheap either way;
+ * if they do not fill the page, the rest is found through the index alone (all of a word's
+ * matches, then the newest of them), which costs what the word's matches do.
+ */
 export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<SearchPage> {
   const at = decodeTimeKey(req.cursor)
   const limit = pageSize(req.limit)
   const query = parsePostQuery(req.term)
   const conditions = await postConditions(db, query)
   if (!conditions || !limit) return NOTHING
-  const matches = db
+  const where = sql<SqlBool>`${sql.join(conditions, sql` and `)}`
+  const after = at ? before('post.sortAt', 'post.cid', at) : sql<SqlBool>`true`
+  const edge = await db
     .selectFrom('post')
-    .where(sql<SqlBool>`${sql.join(conditions, sql` and `)}`)
-    .$call((qb) => (at ? qb.where(before('post.sortAt', 'post.cid', at)) : qb))
+    .where(after)
+    .select(['post.sortAt', 'post.cid'])
+    .orderBy('post.sortAt', 'desc')
+    .orderBy('post.cid', 'desc')
+    .offset(RECENT)
+    .limit(1)
+    .executeTakeFirst()
+  const newer = edge
+    ? sql<SqlBool>`(post."sortAt", post.cid) > (${edge.sortAt}, ${edge.cid})`
+    : sql<SqlBool>`true`
+  const recent = await db
+    .selectFrom('post')
+    .where(where)
+    .where(after)
+    .where(newer)
     .select(['post.uri', 'post.cid', 'post.sortAt', 'post.creator'])
     .orderBy('post.sortAt', 'desc')
     .orderBy('post.cid', 'desc')
     .limit(limit + 1)
-  // Takedowns are looked up for the page's posts only, by key: as a condition of the search
-  // Postgres checks them for every match (a word in a tenth of a million posts), or scans the
-  // tables for taken-down rows. A page may come short by its taken-down posts; the cursor
-  // still moves past them.
-  const rows = await db
-    .selectFrom(matches.as('m'))
-    .select(['m.uri', 'm.cid', 'm.sortAt'])
-    .select(
-      sql<boolean>`exists (select 1 from record r
-        where r.uri = m.uri and r."takedownRef" is not null)
-      or exists (select 1 from actor a where a.did = m.creator and a."takedownRef" is not null)`.as(
-        'hidden',
-      ),
-    )
-    .orderBy('m.sortAt', 'desc')
-    .orderBy('m.cid', 'desc')
-    // Planned for its words: a common word is best found walking the newest posts, a rare one
-    // through the index; a plan cached for another word would do one of them badly.
     .modifyEnd(sql.raw(PLAN_PER_CALL))
     .execute()
-  const { items, cursor } = page(rows, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
-  return { results: items.filter((r) => !r.hidden).map((r) => r.uri), cursor }
+  let matches: Match[] = recent
+  if (edge && recent.length <= limit) {
+    // Every match older than the edge, then the newest of them: materialized, so Postgres
+    // finds them through the index instead of walking the posts by time.
+    const older = await sql<Match>`
+      with found as materialized (
+        select post.uri, post.cid, post."sortAt", post.creator from post
+        where ${where} and (post."sortAt", post.cid) <= (${edge.sortAt}, ${edge.cid})
+          and ${after}
+      )
+      select * from found order by "sortAt" desc, cid desc limit ${limit + 1 - recent.length}
+      ${sql.raw(PLAN_PER_CALL)}
+    `.execute(db)
+    matches = recent.concat(older.rows)
+  }
+  const hidden = await takenDown(db, matches.slice(0, limit))
+  const { items, cursor } = page(matches, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
+  return { results: items.filter((r) => !hidden.has(r.uri)).map((r) => r.uri), cursor }
+}
+
+/**
+ * The page's taken-down posts (theirs, or their author's), looked up by key for the page alone:
+ * as a condition of the search, Postgres would check every match (a word in a tenth of a
+ * million posts) or scan for taken-down rows. A page may come short by its taken-down posts;
+ * the cursor still moves past them.
+ */
+async function takenDown(db: Db, rows: Match[]): Promise<Set<string>> {
+  if (!rows.length) return new Set()
+  const uris = rows.map((r) => r.uri)
+  const dids = [...new Set(rows.map((r) => r.creator))]
+  const { rows: hidden } = await sql<{ uri: string }>`
+    select p.uri from post p
+    where p.uri = any(${uris}::text[]) and (
+      exists (select 1 from record r where r.uri = p.uri and r."takedownRef" is not null)
+      or exists (select 1 from actor a
+        where a.did = p.creator and a.did = any(${dids}::text[]) and a."takedownRef" is not null))
+  `.execute(db)
+  return new Set(hidden.map((r) => r.uri))
 }
 
 /**
