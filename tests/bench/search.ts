@@ -231,6 +231,7 @@ async function measure(
 function row(s: Side): string {
   const sorted = s.latencies.slice().sort()
   const n = sorted.length
+  if (!n) return `| ${s.name} | 0 | | | | | | |`
   const ms = (seconds: number) => ((seconds / n) * 1000).toFixed(2)
   return (
     `| ${s.name} | ${n} | ${s.found} | ${quantile(sorted, 0.5).toFixed(1)} | ` +

@@ -17,20 +17,21 @@ const NOTHING: SearchPage = { results: [], cursor: '' }
 const DOCUMENT = sql`openplane_post_document(post.text, post.langs)`
 
 /**
- * Posts the newest page is first looked for among: a word in one post of forty fills a page
- * there; the rest are found through the index alone.
+ * The windows of time, back from the newest post (or the cursor), a page is looked for in, one
+ * after another until it is full: ten minutes, an hour, a day, a week, then all the rest.
  */
-const RECENT = 1000
+const WINDOWS_MS = [10 * 60_000, 3_600_000, 86_400_000, 7 * 86_400_000, Infinity]
 
 type Match = { uri: string; cid: string; sortAt: string; creator: string }
 
 /**
- * Newest first, in two steps, because Postgres cannot tell how common a word is well enough to
- * choose between walking the newest posts (the best plan for a common word) and the index (for a
- * rare one): its estimate for a rare word can be off a hundredfold, and walking a million posts
- * for it takes seconds. So the newest RECENT posts are searched first, which is cheap either way;
- * if they do not fill the page, the rest is found through the index alone (all of a word's
- * matches, then the newest of them), which costs what the word's matches do.
+ * Newest first, window by window, because Postgres cannot tell how common a word is well enough
+ * to choose between walking the newest posts (best for a common word) and the index (for a rare
+ * one): its estimate for a rare word can be off a hundredfold, and walking a million posts for
+ * it takes seconds, while all the matches of a word in one post of thirty cost it a hundred
+ * milliseconds to fetch and sort. In a window of time either plan is cheap: a common word fills
+ * the page within the first minutes, a rarer one within the day, and only a rare word (a few
+ * matches, whichever plan) reaches back further.
  */
 export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<SearchPage> {
   const at = decodeTimeKey(req.cursor)
@@ -40,43 +41,36 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
   if (!conditions || !limit) return NOTHING
   const where = sql<SqlBool>`${sql.join(conditions, sql` and `)}`
   const after = at ? before('post.sortAt', 'post.cid', at) : sql<SqlBool>`true`
-  const edge = await db
-    .selectFrom('post')
-    .where(after)
-    .select(['post.sortAt', 'post.cid'])
-    .orderBy('post.sortAt', 'desc')
-    .orderBy('post.cid', 'desc')
-    .offset(RECENT)
-    .limit(1)
-    .executeTakeFirst()
-  const newer = edge
-    ? sql<SqlBool>`(post."sortAt", post.cid) > (${edge.sortAt}, ${edge.cid})`
-    : sql<SqlBool>`true`
-  const recent = await db
-    .selectFrom('post')
-    .where(where)
-    .where(after)
-    .where(newer)
-    .select(['post.uri', 'post.cid', 'post.sortAt', 'post.creator'])
-    .orderBy('post.sortAt', 'desc')
-    .orderBy('post.cid', 'desc')
-    .limit(limit + 1)
-    .modifyEnd(sql.raw(PLAN_PER_CALL))
-    .execute()
-  let matches: Match[] = recent
-  if (edge && recent.length <= limit) {
-    // Every match older than the edge, then the newest of them: materialized, so Postgres
-    // finds them through the index instead of walking the posts by time.
-    const older = await sql<Match>`
+  const top =
+    at?.time ??
+    (
+      await db
+        .selectFrom('post')
+        .select('post.sortAt')
+        .orderBy('post.sortAt', 'desc')
+        .limit(1)
+        .executeTakeFirst()
+    )?.sortAt
+  if (top === undefined) return NOTHING
+  const matches: Match[] = []
+  let newer: string | undefined
+  for (const span of WINDOWS_MS) {
+    const from = span === Infinity ? undefined : new Date(Date.parse(top) - span).toISOString()
+    // Materialized: the window's matches first (through the index, or its posts), then the
+    // newest of them; never a walk of every post by time.
+    const { rows } = await sql<Match>`
       with found as materialized (
         select post.uri, post.cid, post."sortAt", post.creator from post
-        where ${where} and (post."sortAt", post.cid) <= (${edge.sortAt}, ${edge.cid})
-          and ${after}
+        where ${where} and ${after}
+          and ${from === undefined ? sql`true` : sql`post."sortAt" >= ${from}`}
+          and ${newer === undefined ? sql`true` : sql`post."sortAt" < ${newer}`}
       )
-      select * from found order by "sortAt" desc, cid desc limit ${limit + 1 - recent.length}
+      select * from found order by "sortAt" desc, cid desc limit ${limit + 1 - matches.length}
       ${sql.raw(PLAN_PER_CALL)}
     `.execute(db)
-    matches = recent.concat(older.rows)
+    matches.push(...rows)
+    if (matches.length > limit || from === undefined) break
+    newer = from
   }
   const hidden = await takenDown(db, matches.slice(0, limit))
   const { items, cursor } = page(matches, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
@@ -114,7 +108,11 @@ async function postConditions(db: Db, q: PostQuery): Promise<Condition[] | undef
   if ((q.author && !author) || (q.to && !to) || (q.mentions && !mentions)) return undefined
   const out: Condition[] = []
   const words = textQuery(q)
-  if (words) out.push(sql<SqlBool>`${DOCUMENT} @@ ${words}`)
+  if (words) {
+    // Worked out once (the word's forms in every language), not again in each window's plan.
+    const { rows } = await sql<{ q: string }>`select (${words})::text as q`.execute(db)
+    out.push(sql<SqlBool>`${DOCUMENT} @@ ${rows[0]!.q}::tsquery`)
+  }
   for (const tag of q.tags) out.push(hashtag(tag))
   if (author) out.push(sql<SqlBool>`post.creator = ${author}`)
   if (mentions) out.push(mentioning(mentions))
