@@ -65,6 +65,10 @@ describe('repo gate: a backfill and the live events of its repo', () => {
         db.db,
       )
     ).rows.map((r) => r.uri)
+  /** The repo's posts with their reply verdicts. */
+  const verdicts = (did: string) =>
+    sql<{ uri: string; invalidReplyRoot: boolean | null }>`
+      select uri, "invalidReplyRoot" from post where creator = ${did} order by uri`.execute(db.db)
   /** The seqs of the repo's held events kept in Postgres. */
   const stored = async (did: string) =>
     (
@@ -168,10 +172,7 @@ describe('repo gate: a backfill and the live events of its repo', () => {
     await writer.applyRepos([{ did: parent, events: [], finish: {} }], async () => {})
     expect(writer.gate.holding(replier)).toBe(false)
     expect(await stored(replier)).toEqual([])
-    const judged = await sql<{ uri: string; invalidReplyRoot: boolean | null }>`
-      select uri, "invalidReplyRoot" from post where creator = ${replier} order by uri`.execute(
-      db.db,
-    )
+    const judged = await verdicts(replier)
     // Judged with its parent there: not an invalid reply (the stock leaves the flag unset).
     expect(judged.rows).toEqual([
       { uri: uriOf(replier, 1), invalidReplyRoot: null },
@@ -228,10 +229,7 @@ describe('repo gate: a backfill and the live events of its repo', () => {
     await writer.applyRepos([{ did: second, events: [], finish: {} }], async () => {})
     expect(writer.gate.holding(replier)).toBe(false)
     expect(writer.gate.holding(first)).toBe(false)
-    const judged = await sql<{ uri: string; invalidReplyRoot: boolean | null }>`
-      select uri, "invalidReplyRoot" from post where creator = ${replier} order by uri`.execute(
-      db.db,
-    )
+    const judged = await verdicts(replier)
     expect(judged.rows).toEqual([
       { uri: uriOf(replier, 1), invalidReplyRoot: null },
       { uri: uriOf(replier, 2), invalidReplyRoot: null },

@@ -3,7 +3,7 @@
 // first; taken-down and deleted posts never returned. (Substring mode answers exactly as the stock
 // does: tests/compat/appview-endpoints.test.ts and tests/routes/search.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { caughtUp } from '../harness/appview-diff.ts'
+import { appViewDiff, caughtUp } from '../harness/appview-diff.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { appViewEnvFor, spawnAppView, spawnDataplane, type Child } from '../harness/processes.ts'
 import { createUser, setProfile, type Did } from '../harness/seed.ts'
@@ -13,8 +13,6 @@ import {
   type DataplaneClient,
   type StockNetwork,
 } from '../harness/stock-network.ts'
-
-const ADMIN = `Basic ${Buffer.from('admin:admin-pass').toString('base64')}`
 
 describe('full-text search through the stock AppView', () => {
   let net: StockNetwork
@@ -85,18 +83,20 @@ describe('full-text search through the stock AppView', () => {
     await sc.deletePost(u.eve, deleted.ref.uri)
     await caughtUp(net, dataplane.url)
     // A takedown through the AppView's admin endpoint, written to our dataplane.
-    const res = await fetch(`${appview.url}/xrpc/com.atproto.admin.updateSubjectStatus`, {
-      method: 'POST',
-      headers: { authorization: ADMIN, 'content-type': 'application/json' },
-      body: JSON.stringify({
+    const res = await appViewDiff(net, () => appview.url).call(
+      appview.url,
+      'com.atproto.admin.updateSubjectStatus',
+      {},
+      'admin',
+      {
         subject: {
           $type: 'com.atproto.repo.strongRef',
           uri: gone.ref.uriStr,
           cid: gone.ref.cidStr,
         },
         takedown: { applied: true, ref: 'TAKEDOWN-1' },
-      }),
-    })
+      },
+    )
     expect(res.status).toBe(200)
   }, 300_000)
 
