@@ -31,7 +31,7 @@ export function buildSearchIndexInBackground(config: Config, db: Db): SearchInde
     // A stop that came before the build could be cancelled: none begins.
     if (stopping) return
     log.info('building the post search index (concurrently: indexing and reads go on)')
-    const outcome = await buildPostSearchIndex(on)
+    const outcome = await buildPostSearchIndex(on, { concurrently: own !== undefined })
     if (outcome === 'elsewhere') {
       log.info('another process is building the post search index')
       return

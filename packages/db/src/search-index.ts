@@ -30,7 +30,10 @@ export async function postSearchIndexState(db: Db): Promise<IndexState> {
  * leaves it be. An invalid index no session is building is the rest of an interrupted build.
  * Resolves once the index is valid (or left to the other builder).
  */
-export async function buildPostSearchIndex(db: Db): Promise<'present' | 'built' | 'elsewhere'> {
+export async function buildPostSearchIndex(
+  db: Db,
+  opts: { concurrently: boolean } = { concurrently: true },
+): Promise<'present' | 'built' | 'elsewhere'> {
   const state = await postSearchIndexState(db)
   if (state === 'valid') return 'present'
   const index = sql.id(db.schema, POST_SEARCH_INDEX)
@@ -39,15 +42,10 @@ export async function buildPostSearchIndex(db: Db): Promise<'present' | 'built' 
     await sql`DROP INDEX CONCURRENTLY IF EXISTS ${index}`.execute(db.db)
   }
   const on = sql`${sql.id(db.schema, 'post')} USING gin (openplane_post_document(text, langs))`
-  try {
-    await sql`CREATE INDEX CONCURRENTLY IF NOT EXISTS ${sql.id(POST_SEARCH_INDEX)} ON ${on}`.execute(
-      db.db,
-    )
-  } catch (err) {
-    // Embedded Postgres (one session, small databases) builds it the plain way.
-    if (!/concurrently/i.test((err as Error).message)) throw err
-    await sql`CREATE INDEX IF NOT EXISTS ${sql.id(POST_SEARCH_INDEX)} ON ${on}`.execute(db.db)
-  }
+  // Embedded Postgres (one session, small databases) builds it the plain way: there a
+  // concurrent build leaves the index invalid.
+  const how = opts.concurrently ? sql`CONCURRENTLY` : sql``
+  await sql`CREATE INDEX ${how} IF NOT EXISTS ${sql.id(POST_SEARCH_INDEX)} ON ${on}`.execute(db.db)
   return 'built'
 }
 
