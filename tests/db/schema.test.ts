@@ -33,6 +33,7 @@ const OUR_TABLES = [
   'openplane_stream_cursor',
   'openplane_held_event',
   'openplane_held_event_id_seq',
+  'openplane_published_event',
   // Full-text search's document (DATAPLANE_SEARCH=fulltext).
   'function openplane_search_config(langs jsonb)',
   'function openplane_post_document(body text, langs jsonb)',

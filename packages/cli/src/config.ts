@@ -71,10 +71,30 @@ export interface Config {
   community?: CommunityConfig
   /** Tail bsync (mutes, notification settings, bookmarks, drafts, …); undefined: not read. */
   bsync?: BsyncConfig
+  /**
+   * How long the published-event log keeps what the indexer committed, for `/subscribe`
+   * (undefined: nothing is published).
+   */
+  publishWindowMs?: number
+  /** `/subscribe`, what was committed as a Jetstream stream, on its own port; undefined: off. */
+  subscribe?: SubscribeConfig
   /** Labelers whose labels are subscribed to and stored (DIDs); empty: none. */
   labelers: string[]
   /** Also subscribe to every labeler whose service record is indexed, looked for this often. */
   labelersFromRecords?: { everyMs: number }
+}
+
+export interface SubscribeConfig {
+  host: string
+  /** Process i of DATAPLANE_PROCESSES serves on port + i. */
+  port: number
+  /** Memory each serving process gives the newest messages. */
+  memoryBytes: number
+  /** A consumer that reads nothing this long while messages wait is closed. */
+  stallMs: number
+  maxConsumers: number
+  /** Between two reads of the log that found nothing new. */
+  pollMs: number
 }
 
 export interface PostgresConfig {
@@ -388,6 +408,7 @@ export function readConfig(env: Env = process.env): Config {
   const port = int(env, 'DATAPLANE_PORT', 2585, 0, 65535)
   const ops = opsListener(env)
   const processes = serverProcesses(env, port, ops, !!pgUrl)
+  const published = publishing(env, processes)
   return {
     host: str(env, 'DATAPLANE_HOST', '127.0.0.1'),
     port,
@@ -458,6 +479,7 @@ export function readConfig(env: Env = process.env): Config {
       maxHoldMs: int(env, 'DATAPLANE_BACKFILL_HOLD_SECONDS', 300, 1, 86_400) * 1000,
     },
     community: community(env),
+    ...published,
     bsync: bsync(env, indexer),
     labelers: labelers(env, indexer),
     labelersFromRecords: bool(env, 'DATAPLANE_LABELERS_FROM_RECORDS', false)
@@ -517,6 +539,40 @@ function serverProcesses(
     )
   }
   return n
+}
+
+/** The published-event log's window, and `/subscribe` (which serves it, so needs it kept). */
+function publishing(env: Env, processes: number): Pick<Config, 'publishWindowMs' | 'subscribe'> {
+  const minutes = int(env, 'DATAPLANE_SUBSCRIBE_WINDOW_MINUTES', 0, 0, 366 * 24 * 60)
+  const publishWindowMs = minutes ? minutes * 60_000 : undefined
+  if (!env.DATAPLANE_SUBSCRIBE_PORT?.trim()) {
+    for (const name of ['DATAPLANE_SUBSCRIBE_HOST', 'DATAPLANE_SUBSCRIBE_MAX_CONSUMERS']) {
+      if (env[name]?.trim()) throw new ConfigError(`${name} needs DATAPLANE_SUBSCRIBE_PORT`)
+    }
+    return { publishWindowMs }
+  }
+  if (!publishWindowMs) {
+    throw new ConfigError(
+      'DATAPLANE_SUBSCRIBE_PORT needs DATAPLANE_SUBSCRIBE_WINDOW_MINUTES > 0 (what the stream serves)',
+    )
+  }
+  const port = int(env, 'DATAPLANE_SUBSCRIBE_PORT', 0, 0, 65535)
+  if (processes > 1 && (port === 0 || port + processes - 1 > 65535)) {
+    throw new ConfigError(
+      'DATAPLANE_PROCESSES > 1 needs a fixed DATAPLANE_SUBSCRIBE_PORT with room for one port each',
+    )
+  }
+  return {
+    publishWindowMs,
+    subscribe: {
+      host: str(env, 'DATAPLANE_SUBSCRIBE_HOST', str(env, 'DATAPLANE_HOST', '127.0.0.1')),
+      port,
+      memoryBytes: int(env, 'DATAPLANE_SUBSCRIBE_MEMORY_MB', 64, 1, 65_536) * 1024 * 1024,
+      stallMs: int(env, 'DATAPLANE_SUBSCRIBE_STALL_SECONDS', 30, 1, 3600) * 1000,
+      maxConsumers: int(env, 'DATAPLANE_SUBSCRIBE_MAX_CONSUMERS', 10_000, 1, 1_000_000),
+      pollMs: int(env, 'DATAPLANE_SUBSCRIBE_POLL_MS', 50, 1, 10_000),
+    },
+  }
 }
 
 function opsListener(env: Env): Config['ops'] {

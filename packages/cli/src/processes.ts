@@ -36,6 +36,7 @@ export function processEnv(
     DATAPLANE_PROCESS_INDEX: String(i),
     DATAPLANE_PORT: String(config.port + i),
     ...(config.ops && { DATAPLANE_OPS_PORT: String(config.ops.port + i) }),
+    ...(config.subscribe && { DATAPLANE_SUBSCRIBE_PORT: String(config.subscribe.port + i) }),
     DATAPLANE_INDEXER: String(i === 0 && config.indexer),
   }
 }

@@ -20,6 +20,7 @@ import { LabelConsumer } from '@openplane/labels'
 import { Community } from '@openplane/community'
 import {
   IdentityPrefetch,
+  keepPublishedWindow,
   Indexer,
   lookupThread,
   Writer,
@@ -28,6 +29,7 @@ import {
 } from '@openplane/ingest'
 import { indexedCollections } from '@openplane/plugins'
 import { followedItems, ownItems, startServer } from '@openplane/server'
+import { startSubscribe } from '@openplane/subscribe'
 import { childLogger } from '@openplane/telemetry'
 import {
   createRedisClient,
@@ -79,6 +81,7 @@ export async function start(config: Config): Promise<Running> {
   let bsync: BsyncConsumer | undefined
   let labels: LabelConsumer | undefined
   let searchIndex: SearchIndexBuild | undefined
+  let stopTrim: (() => Promise<void>) | undefined
   if (config.indexer) {
     lock = await writerLock(db, !config.postgres)
     if (config.search === 'fulltext') searchIndex = buildSearchIndexInBackground(config, db)
@@ -86,7 +89,14 @@ export async function start(config: Config): Promise<Running> {
     const deps = (lookups = lookupThread({ identity: identityOptions }))
     // A community deployment indexes its accounts only, and asks for a backfill of each one new.
     community = config.community ? await Community.open(db.db, config.community, true) : undefined
-    const writer = new Writer(db.db, deps, { scope: community, hold: holdLimits(config) })
+    const writer = new Writer(db.db, deps, {
+      scope: community,
+      hold: holdLimits(config),
+      publish: config.publishWindowMs !== undefined,
+    })
+    if (config.publishWindowMs !== undefined) {
+      stopTrim = keepPublishedWindow(db.db, { windowMs: config.publishWindowMs, everyMs: 60_000 })
+    }
     // Live events a crash left held for repos being fetched, applied before any new one.
     const recovered = await writer.recoverHeld()
     if (recovered) log.info({ events: recovered }, 'applied live events held before a restart')
@@ -167,6 +177,8 @@ export async function start(config: Config): Promise<Running> {
       labels.start()
     }
   }
+  // Feed generators' stream: each serving process reads the log the indexer publishes to.
+  const subscribe = config.subscribe ? await startSubscribe(reads.db, config.subscribe) : undefined
   const server = await startServer({
     host: config.host,
     port: config.port,
@@ -251,6 +263,7 @@ export async function start(config: Config): Promise<Running> {
     async stop() {
       // Requests in flight finish first; then the sources stop, each committing what it applied.
       await server.close(DRAIN_MS)
+      await subscribe?.close()
       await bsync?.stop()
       await labels?.stop()
       backfill?.stop()
@@ -260,6 +273,7 @@ export async function start(config: Config): Promise<Running> {
       prefetch?.stop()
       await lookups?.stop()
       await searchIndex?.stop()
+      await stopTrim?.()
       await fast?.stop()
       await lock?.release()
       if (reads !== db) await reads.close()

@@ -18,3 +18,11 @@ export {
 export { PLAN_PER_CALL } from './prepared.ts'
 export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 export type * from './schema.ts'
+export {
+  appendPublished,
+  publishedRange,
+  publishedTrimmed,
+  readPublished,
+  trimPublished,
+  type PublishedEvent,
+} from './published-events.ts'

@@ -570,6 +570,17 @@ export interface OpenplaneStreamCursor {
   updatedAt: ColumnType<Date, Date | string | undefined, Date | string>
 }
 
+/** What the indexer committed, as one Jetstream message each (`/subscribe`; migration 10). */
+export interface OpenplanePublishedEvent {
+  /** The message's cursor: unique, increasing in commit order. */
+  time_us: Int8
+  did: string
+  /** A commit's collection; null for identity and account messages. */
+  collection: string | null
+  /** The message's JSON text. */
+  message: string
+}
+
 /** DIDs interned to the u32 ids of the in-memory graph (@openplane/graph). */
 export interface OpenplaneActorId {
   id: GeneratedAlways<number>
@@ -683,6 +694,7 @@ export interface DatabaseSchema {
   view_param: ViewParam
   openplane_cursor: OpenplaneCursor
   openplane_stream_cursor: OpenplaneStreamCursor
+  openplane_published_event: OpenplanePublishedEvent
   openplane_actor_id: OpenplaneActorId
   openplane_graph_snapshot: OpenplaneGraphSnapshot
   openplane_graph_snapshot_chunk: OpenplaneGraphSnapshotChunk

@@ -11,6 +11,7 @@ import type { SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
 import type { IngestEvent } from './events.ts'
 import type { Position } from './positions.ts'
+import type { Publisher } from './publish.ts'
 import { committed as settled } from './settle.ts'
 
 const log = childLogger('writer')
@@ -38,15 +39,20 @@ export interface AttemptOf {
   isolate?: boolean
   /** Called with the repos the batch showed out of sync, once it is known to have committed. */
   onOutOfSync: (dids: string[]) => void
+  /** Events of the batch made from fetched repos (a backfill's): not published. */
+  fetched?: ReadonlySet<IngestEvent>
 }
 
 export class Attempts {
   private readonly db: Kysely<DatabaseSchema>
   /** Per source, the attempt whose commit is still to be settled. */
   private readonly unsettled = new Map<string, Unsettled>()
+  /** Appends what each batch applied to the published-event log, when publishing is on. */
+  private readonly publisher: Publisher | undefined
 
-  constructor(db: Kysely<DatabaseSchema>) {
+  constructor(db: Kysely<DatabaseSchema>, publisher?: Publisher) {
     this.db = db
+    this.publisher = publisher
   }
 
   /**
@@ -69,16 +75,23 @@ export class Attempts {
     // Repos found out of sync are reported only once the batch is known to have committed.
     const outOfSync = [...a.prepared.outOfSync]
     const report = () => a.onOutOfSync(outOfSync)
-    const outcome: Outcome = { changes: [], pending: outOfSync.length ? [report] : [] }
+    const outcome: Outcome = {
+      changes: [],
+      pending: outOfSync.length ? [report] : [],
+      applied: [],
+    }
     try {
       await this.db.transaction().execute(async (tx) => {
         if (a.planned && !a.isolate) {
           const got = await applyPlanned(tx, a.schema, a.planned)
           outcome.changes.push(...got.changes)
           outcome.pending.push(...got.pending)
+          outcome.applied.push(...got.applied)
         } else {
           await new BatchRun(tx, a.schema, a.batch, a.prepared).all(a.isolate ?? false, outcome)
         }
+        const counted = await this.publisher?.write(tx, outcome.applied, a.fetched)
+        if (counted) outcome.pending.push(counted)
         // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went
         // through.
         sent.xid = await a.position(tx)

@@ -14,7 +14,9 @@
 // drop nor double one.
 // Batches of every source (live streams, the backfill) are written one at a time, and live events
 // of a repo being backfilled are set aside until its backfill is written (repo-gate.ts). In a
-// community deployment, live events of accounts outside it are skipped (scope.ts).
+// community deployment, live events of accounts outside it are skipped (scope.ts). With publishing
+// on, what each batch applied is appended, in its transaction, to the published-event log that
+// `/subscribe` serves (publish.ts).
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, histogram } from '@openplane/telemetry'
@@ -27,6 +29,7 @@ import type { IngestEvent } from './events.ts'
 import type { WriterDeps } from './deps.ts'
 import { dropHeld, dropHeldUpTo, loadHeld, unreadableHeld } from './held-store.ts'
 import { cursorPosition, markedPosition, type Position } from './positions.ts'
+import { Publisher } from './publish.ts'
 import { RepoGate, type HoldLimits } from './repo-gate.ts'
 import { scoped, type Scope } from './scope.ts'
 
@@ -95,10 +98,14 @@ export class Writer {
   /** Seqs of the skips that stand in for empty batches: negative, never a source's. */
   private filler = 0
 
-  constructor(db: Db, deps: WriterDeps, opts: { scope?: Scope; hold?: HoldLimits } = {}) {
+  constructor(
+    db: Db,
+    deps: WriterDeps,
+    opts: { scope?: Scope; hold?: HoldLimits; publish?: boolean } = {},
+  ) {
     this.db = db
     this.deps = deps
-    this.attempts = new Attempts(db)
+    this.attempts = new Attempts(db, opts.publish ? new Publisher() : undefined)
     this.planAhead = new PlanAhead(db, deps)
     this.scope = opts.scope
     this.gate = new RepoGate(opts.hold)
@@ -178,7 +185,9 @@ export class Writer {
         await dropHeld(tx, stored)
         await mark(tx)
       })
-      await this.write(BACKFILL_SOURCE, this.orFiller(batch), 0, position)
+      // The live events held for these repos are published; what the fetches made is not.
+      const fetched = new Set(parts.flatMap((p) => p.events))
+      await this.write(BACKFILL_SOURCE, this.orFiller(batch), 0, position, undefined, fetched)
       for (const p of parts) {
         if (!p.finish) continue
         const holder = deferred.get(p.did)
@@ -264,6 +273,7 @@ export class Writer {
     cursor: number,
     position: Position,
     nextBatch?: IngestEvent[],
+    fetched?: ReadonlySet<IngestEvent>,
   ): Promise<void> {
     if (!batch.length) return
     const left = await this.attempts.settleLeft(source)
@@ -307,6 +317,7 @@ export class Writer {
       cursor,
       position,
       planned,
+      fetched,
       onOutOfSync: (dids: string[]) => {
         for (const listener of this.resyncListeners) listener(dids)
       },

@@ -10,6 +10,7 @@ import * as streamCursor from './0006-stream-cursor.ts'
 import * as repoResync from './0007-repo-resync.ts'
 import * as cursorEventTime from './0008-cursor-event-time.ts'
 import * as postSearch from './0009-post-search.ts'
+import * as publishedEvents from './0010-published-events.ts'
 
 /** Creates the stock's schema; recorded without running when adopting a stock database. */
 export const STOCK_SCHEMA_MIGRATION = '0001-stock-schema'
@@ -27,6 +28,7 @@ export function migrationProvider(opts: { adoptStock: boolean }): MigrationProvi
     '0007-repo-resync': repoResync,
     '0008-cursor-event-time': cursorEventTime,
     '0009-post-search': postSearch,
+    '0010-published-events': publishedEvents,
   }
   return { getMigrations: async () => migrations }
 }

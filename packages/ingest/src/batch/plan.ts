@@ -2,6 +2,7 @@
 // last commits seen, and the metrics and logs to emit once it commits. Everything in it can be
 // rolled back to a mark, so a step that missed a read, or failed, leaves no trace.
 import type { Counter, Effects, NotificationRow, RowWrite } from '@openplane/plugins'
+import type { Applied } from '../publish.ts'
 import type { BatchState, Where } from './state.ts'
 
 export type NotificationOp = { add: NotificationRow } | { drop: string[] }
@@ -12,6 +13,7 @@ export interface Mark {
   notifications: number
   seen: number
   later: number
+  applied: number
 }
 
 export class Plan {
@@ -22,6 +24,8 @@ export class Plan {
   readonly seen: { did: string; commit: string; rev: string }[] = []
   /** Metrics and logs, emitted only once the batch commits. */
   readonly later: (() => void)[] = []
+  /** The events applied, in firehose order, for the published-event log (publish.ts). */
+  readonly applied: Applied[] = []
 
   constructor(state: BatchState) {
     this.state = state
@@ -34,6 +38,7 @@ export class Plan {
       notifications: this.notifications.length,
       seen: this.seen.length,
       later: this.later.length,
+      applied: this.applied.length,
     }
   }
 
@@ -43,6 +48,7 @@ export class Plan {
     this.notifications.length = mark.notifications
     this.seen.length = mark.seen
     this.later.length = mark.later
+    this.applied.length = mark.applied
   }
 
   /** A plugin's effects; `notify: false` keeps its notifications out (an update's insert side). */

@@ -36,7 +36,8 @@ const jsonCache = new WeakMap<object, string>()
 export function rememberJson(rec: unknown, json: string): void {
   if (rec && typeof rec === 'object') jsonCache.set(rec, json)
 }
-function jsonOf(rec: unknown): string {
+/** The record's JSON as stored in `record.json` (and published). */
+export function jsonOf(rec: unknown): string {
   if (!rec || typeof rec !== 'object') return lexStringify(rec as LexValue)
   let json = jsonCache.get(rec)
   if (json === undefined) jsonCache.set(rec, (json = lexStringify(rec as LexValue)))

@@ -9,6 +9,7 @@ import { pluginFor, type NotificationRow } from '@openplane/plugins'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
 import { WATCHED, type Change, type FeedItemValues } from '../changes.ts'
+import type { Applied } from '../publish.ts'
 import { CounterBuffer } from './counters.ts'
 import type { IngestEvent } from '../events.ts'
 import { absentBefore } from './absent.ts'
@@ -40,10 +41,14 @@ const statements = counter(
   ['purpose'],
 )
 
-/** What an attempt hands on once committed: its row changes, and its metrics and logs. */
+/**
+ * What an attempt hands on: its row changes and its metrics and logs once committed; the events
+ * it applied, to publish in its transaction.
+ */
 export interface Outcome {
   changes: Change[]
   pending: (() => void)[]
+  applied: Applied[]
 }
 
 const NOTIFICATIONS_PER_INSERT = 1000
@@ -132,6 +137,7 @@ export class BatchRun {
         ...feedItems.map((row): Change => ({ table: 'feed_item', op: 'delete', row })),
       ],
       pending: [() => eventsTotal.inc({ type: evt.type, outcome: 'applied' })],
+      applied: evt.type === 'account' ? [{ kind: 'account', evt, deleted: true }] : [],
     }
   }
 }
@@ -197,12 +203,13 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   await setCommitsLastSeen(tx, seen)
   statements.inc({ purpose: 'write' }, sent)
   stageSeconds.inc({ stage: 'apply' }, (performance.now() - started) / 1000)
-  return { changes, pending: [...plan.later] }
+  return { changes, pending: [...plan.later], applied: [...plan.applied] }
 }
 
 function merge(out: Outcome, got: Outcome): void {
   out.changes.push(...got.changes)
   out.pending.push(...got.pending)
+  out.applied.push(...got.applied)
 }
 
 async function writeNotifications(

@@ -67,9 +67,13 @@ export function stepsFor(
       case 'sync':
         steps.push(done(evt, (plan) => plan.seen.push(evt)))
         break
-      case 'identity':
-        steps.push(done(evt, () => {}))
+      case 'identity': {
+        const verified = handle?.handle ?? undefined
+        steps.push(
+          done(evt, (plan) => plan.applied.push({ kind: 'identity', evt, handle: verified })),
+        )
         break
+      }
       case 'account':
         steps.push(accountStep(evt))
         break
@@ -137,6 +141,7 @@ function accountStep(evt: Extract<IngestEvent, { type: 'account' }>): Step {
         upstreamStatus = status
       }
       setUpstreamStatus(plan.state, evt.did, upstreamStatus)
+      plan.applied.push({ kind: 'account', evt, deleted: false })
       plan.later.push(() => eventsTotal.inc({ type: 'account', outcome: 'applied' }))
     },
     failed: eventFailed(evt),
@@ -185,6 +190,7 @@ function opStep(evt: Commit, op: CommitOp): Step {
       }
       if (op.action === 'delete') {
         deleteRecord(plan, plugin, uri, parseRecord)
+        plan.applied.push({ kind: 'commit', evt, op })
         plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
         return
       }
@@ -199,6 +205,7 @@ function opStep(evt: Commit, op: CommitOp): Step {
         if (err instanceof InvalidRecordError) throw new Dropped(err.message)
         throw err
       }
+      plan.applied.push({ kind: 'commit', evt, op })
       plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
     },
     failed(plan, err) {
