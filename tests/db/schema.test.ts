@@ -110,6 +110,7 @@ describe('@openplane/db schema', () => {
         '0007-repo-resync',
         '0008-cursor-event-time',
         '0009-post-search',
+        '0010-published-events',
       ],
     })
 
@@ -163,6 +164,7 @@ describe('@openplane/db schema', () => {
         '0007-repo-resync',
         '0008-cursor-event-time',
         '0009-post-search',
+        '0010-published-events',
       ],
     })
 
@@ -193,6 +195,7 @@ describe('@openplane/db schema', () => {
       '0007-repo-resync',
       '0008-cursor-event-time',
       '0009-post-search',
+      '0010-published-events',
     ])
     const stockNames = await names('kysely_migration')
     expect(stockNames).toHaveLength(61)
@@ -247,6 +250,7 @@ describe('@openplane/db schema', () => {
           '0007-repo-resync',
           '0008-cursor-event-time',
           '0009-post-search',
+        '0010-published-events',
         ],
       })
 

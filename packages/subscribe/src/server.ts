@@ -58,7 +58,6 @@ export async function startSubscribe(
     pollMs: opts.pollMs,
     page: 5000,
   })
-  await tail.start()
   const consumers = new Set<Consumer>()
   const host = {
     db,
@@ -70,6 +69,8 @@ export async function startSubscribe(
     closed(c: Consumer, reason: string) {
       if (!consumers.delete(c)) return
       consumersGauge.set(consumers.size)
+      // The last one gone: the tail rests until the next comes.
+      if (!consumers.size) tail.stop()
       closedTotal.inc({ reason: reasonLabel(reason) })
       log.debug({ reason }, 'consumer closed')
     },
@@ -94,6 +95,12 @@ export async function startSubscribe(
     res.end(req.url?.startsWith('/subscribe') ? 'a WebSocket upgrade is required\n' : 'not found\n')
   })
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgrade(req, socket, head).catch((err: unknown) => {
+      log.warn({ err }, 'subscription not started')
+      socket.destroy()
+    })
+  })
+  async function upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const refuse = (status: number, reason: string, message: string) => {
       refusedTotal.inc({ reason })
       socket.end(
@@ -124,6 +131,9 @@ export async function startSubscribe(
       return refuse(400, 'bad_request', `invalid cursor: ${cursor}`)
     }
     if (consumers.size >= opts.maxConsumers) return refuse(503, 'full', 'too many consumers')
+    // The first consumer wakes the tail, which reads where the log ends.
+    await tail.start()
+    if (socket.destroyed) return
     const compress =
       url.searchParams.get('compress') === 'true' ||
       String(req.headers['socket-encoding']).toLowerCase() === 'zstd'
@@ -142,7 +152,7 @@ export async function startSubscribe(
     consumersGauge.set(consumers.size)
     if (head.length) socket.unshift(head)
     consumer.pump()
-  })
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(opts.port, opts.host, () => resolve())

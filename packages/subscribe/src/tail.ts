@@ -1,7 +1,8 @@
 // The newest part of the published-event log, held in memory by each serving process: read from
 // Postgres once, as the writer commits it, and shared by every consumer that has caught up. A
 // consumer further back than memory reads its own pages from Postgres (consumer.ts). New messages
-// are polled for: an indexed read after the last cursor, again at once while pages come full.
+// are polled for: an indexed read after the last cursor, again at once while pages come full. With
+// no consumer the tail rests: it reads nothing, holds nothing, and starts again at the log's end.
 import type { Kysely } from 'kysely'
 import { publishedRange, readPublished, type DatabaseSchema } from '@openplane/db'
 import { childLogger } from '@openplane/telemetry'
@@ -42,23 +43,40 @@ export class PublishedTail {
   /** Chunks made since the last read, shared by consumers asking the same. */
   private memo = new Map<string, Chunk>()
   private timer: NodeJS.Timeout | undefined
-  private stopped = false
+  /** Following the log (false: resting, or stopped). */
+  private following = false
+  /** Bumped at each start and stop, so that a poll of an earlier run ends itself. */
+  private run = 0
 
   constructor(db: Kysely<DatabaseSchema>, opts: TailOptions) {
     this.db = db
     this.opts = opts
   }
 
-  /** Reads where the log ends, then follows it. */
+  /** Reads where the log ends, then follows it (at once if already following). */
   async start(): Promise<void> {
+    if (this.following) return
+    const run = ++this.run
     const range = await publishedRange(this.db)
+    if (run !== this.run) return
+    this.entries = []
+    this.first = 0
+    this.bytes = 0
+    this.memo = new Map()
     this.headUs = this.floorUs = range?.last ?? 0
-    void this.poll()
+    this.following = true
+    void this.poll(run)
   }
 
+  /** Stops following and lets go of what it held. */
   stop(): void {
-    this.stopped = true
+    this.run++
+    this.following = false
     clearTimeout(this.timer)
+    this.entries = []
+    this.first = 0
+    this.bytes = 0
+    this.memo = new Map()
   }
 
   get head(): number {
@@ -108,19 +126,20 @@ export class PublishedTail {
     return lo
   }
 
-  private async poll(): Promise<void> {
-    if (this.stopped) return
+  private async poll(run: number): Promise<void> {
+    if (run !== this.run) return
     let full = false
     try {
       const rows = await readPublished(this.db, this.headUs, this.opts.page)
+      if (run !== this.run) return
       if (rows.length) this.append(rows.map((r) => new Entry(r)))
       full = rows.length === this.opts.page
     } catch (err) {
       log.warn({ err }, 'published events not read; trying again')
     }
-    if (this.stopped) return
-    if (full) setImmediate(() => void this.poll())
-    else this.timer = setTimeout(() => void this.poll(), this.opts.pollMs)
+    if (run !== this.run) return
+    if (full) setImmediate(() => void this.poll(run))
+    else this.timer = setTimeout(() => void this.poll(run), this.opts.pollMs)
   }
 
   private append(entries: Entry[]): void {

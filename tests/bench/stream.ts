@@ -1,0 +1,273 @@
+// pnpm bench:stream — `/subscribe` serving N consumers while the dataplane indexes a replayed
+// corpus at full speed: `openplane start` with two processes (the first indexes and publishes,
+// the second serves the stream, as DATAPLANE_PROCESSES=2 runs them), consumers in a process of
+// their own counting frames without parsing them, all on this machine's cores. First the same
+// corpus is indexed with nothing published and no consumer: the indexer's rate alone. Then, per
+// N, a fresh schema, every consumer reading from the log's start. Reported per N: events/s each
+// consumer received, MB/s in all, the stream process's CPU (% of a core, and per delivered MB),
+// the indexer's events/s against alone; and the bytes per published message with and without
+// zstd. Not part of CI.
+//
+//   STREAM_CONSUMERS  comma-separated N (default 1,100,1000)
+//   STREAM_EVENTS     corpus events (default 50000); BENCH_REPOS (10000), BENCH_SEED (1)
+//   STREAM_COMPRESS   1: consumers ask for zstd (default 0)
+//   STREAM_DRAIN_SECONDS  how long consumers may take after indexing ends (default 180)
+//   OPENPLANE_TEST_PG_URL
+import { fork } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import zlib from 'node:zlib'
+import pg from 'pg'
+import { createPgDb, migrateToLatest } from '@openplane/db'
+import { zstdDictionary } from '@openplane/jetstream'
+import { PG_URL, uniqueName } from '../harness/env.ts'
+import { appliedSeq, freePort, spawnReady, type Child } from '../harness/processes.ts'
+import { dropSchemas } from '../harness/stock-network.ts'
+import { benchCorpus } from './corpus.ts'
+import { processCpu } from './proc.ts'
+
+const COUNTS = (process.env.STREAM_CONSUMERS ?? '1,100,1000').split(',').map(Number)
+const EVENTS = Number(process.env.STREAM_EVENTS ?? 50_000)
+const REPOS = Number(process.env.BENCH_REPOS ?? 10_000)
+const SEED = Number(process.env.BENCH_SEED ?? 1)
+const COMPRESS = process.env.STREAM_COMPRESS === '1'
+const DRAIN_SECONDS = Number(process.env.STREAM_DRAIN_SECONDS ?? 180)
+const log = (...a: unknown[]) => console.log('[bench:stream]', ...a)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+const { file, summary } = await benchCorpus({ events: EVENTS, repos: REPOS, seed: SEED }, log)
+log(`corpus ${file}: ${summary.frames} events`)
+const replayPort = await freePort()
+const replay = await spawnReady(
+  ['packages/sim/src/cli.ts', 'serve-firehose', file, '--port', String(replayPort)],
+  {},
+  `http://127.0.0.1:${replayPort}`,
+  '/_replay',
+)
+const replayHttp = `http://127.0.0.1:${replayPort}`
+const schemas: string[] = []
+
+/** The pids of a process's children. */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number)
+  } catch {
+    return []
+  }
+}
+
+interface Run {
+  schema: string
+  dataplane: Child
+  /** The indexing process and the serving one. */
+  pids: [number, number]
+  streamUrl: string | undefined
+  rpcUrl: string
+}
+
+async function startDataplane(publish: boolean): Promise<Run> {
+  const schema = uniqueName('bench_stream')
+  schemas.push(schema)
+  const pre = createPgDb({ url: PG_URL, schema })
+  await migrateToLatest(pre)
+  await pre.close()
+  const port = await freePort()
+  const streamPort = await freePort()
+  const dataplane = await spawnReady(
+    ['--max-semi-space-size=64', 'packages/cli/src/main.ts', 'start'],
+    {
+      DB_POSTGRES_URL: PG_URL,
+      DB_POSTGRES_SCHEMA: schema,
+      DATAPLANE_PORT: String(port),
+      DATAPLANE_PROCESSES: '2',
+      DATAPLANE_FIREHOSE_URLS: `ws://127.0.0.1:${replayPort}`,
+      DATAPLANE_FIREHOSE_CURSOR: '0',
+      DATAPLANE_PLC_URL: replayHttp,
+      DATAPLANE_TEST_HANDLE_PDS_URL: replayHttp,
+      DATAPLANE_ALLOW_PRIVATE_NETWORK: 'true',
+      DATAPLANE_GRAPH: 'false',
+      DATAPLANE_TIMELINES: 'off',
+      DATAPLANE_SEARCH: 'substring',
+      DATAPLANE_BACKFILL_CONCURRENCY: '0',
+      DATAPLANE_BATCH_SIZE: '2000',
+      LOG_LEVEL: 'warn',
+      ...(publish && {
+        DATAPLANE_SUBSCRIBE_PORT: String(streamPort),
+        DATAPLANE_SUBSCRIBE_WINDOW_MINUTES: '600',
+        DATAPLANE_SUBSCRIBE_MAX_CONSUMERS: '100000',
+      }),
+    },
+    `http://127.0.0.1:${port + 1}`,
+    '/_health',
+  )
+  const kids = childrenOf(dataplane.proc.pid!)
+  if (kids.length !== 2) throw new Error(`expected 2 processes, found ${kids.length}`)
+  // Spawned in order: the first is the indexer's.
+  kids.sort((a, b) => a - b)
+  return {
+    schema,
+    dataplane,
+    pids: [kids[0]!, kids[1]!],
+    streamUrl: publish ? `ws://127.0.0.1:${streamPort + 1}` : undefined,
+    rpcUrl: `http://127.0.0.1:${port}`,
+  }
+}
+
+/** Waits until the indexer has applied the corpus; its events/s from the first to the last. */
+async function indexed(run: Run): Promise<{ rate: number; seconds: number; cpu: number }> {
+  let first: { t: number; cpu: number } | undefined
+  for (;;) {
+    const seq = await appliedSeq(run.rpcUrl)
+    const t = performance.now()
+    if (!first && seq > 0) first = { t, cpu: processCpu(run.pids[0]) }
+    if (seq >= summary.last_seq) {
+      const seconds = (t - first!.t) / 1000
+      return { rate: EVENTS / seconds, seconds, cpu: processCpu(run.pids[0]) - first!.cpu }
+    }
+    await sleep(50)
+  }
+}
+
+interface Consumers {
+  ready: Promise<void>
+  report(): Promise<{
+    now: number
+    stats: { frames: number; bytes: number; first: number; last: number; closed: boolean }[]
+  }>
+  stop(): void
+}
+
+function consumers(url: string, n: number): Consumers {
+  const child = fork(new URL('./stream-consumers.ts', import.meta.url), [url, String(n)], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  let waiting: ((m: never) => void) | undefined
+  const ready = new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`consumers exited ${code}`)))
+    child.on('message', (m: { type: string }) => {
+      if (m.type === 'ready') resolve()
+      else waiting?.(m as never)
+    })
+  })
+  return {
+    ready,
+    report: () =>
+      new Promise((resolve) => {
+        waiting = resolve as never
+        child.send({ type: 'report' })
+      }),
+    stop: () => child.kill(),
+  }
+}
+
+/** Bytes per published message, as sent and zstd-compressed with the dictionary. */
+async function messageBytes(
+  schema: string,
+): Promise<{ messages: number; json: number; zstd: number }> {
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ message: string }>(
+      `select message from "${schema}".openplane_published_event order by time_us limit 20000`,
+    )
+    const count = await client.query<{ n: string }>(
+      `select count(*) as n from "${schema}".openplane_published_event`,
+    )
+    let json = 0
+    let zstd = 0
+    for (const { message } of rows) {
+      const bytes = Buffer.from(message)
+      json += bytes.length
+      zstd += zlib.zstdCompressSync(bytes, { dictionary: zstdDictionary() }).length
+    }
+    return {
+      messages: Number(count.rows[0]!.n),
+      json: json / rows.length,
+      zstd: zstd / rows.length,
+    }
+  } finally {
+    await client.end()
+  }
+}
+
+try {
+  log(`alone: ${EVENTS} events indexed, nothing published…`)
+  const aloneRun = await startDataplane(false)
+  const alone = await indexed(aloneRun)
+  await aloneRun.dataplane.stop()
+  log(
+    `  ${alone.rate.toFixed(0)} ev/s, indexer ${((alone.cpu / EVENTS) * 1e6).toFixed(0)} µs/event`,
+  )
+
+  const lines: string[] = []
+  let held = 0
+  for (const n of COUNTS) {
+    log(`${n} consumers${COMPRESS ? ' (zstd)' : ''}…`)
+    const run = await startDataplane(true)
+    const query = `/subscribe?cursor=0${COMPRESS ? '&compress=true' : ''}`
+    const c = consumers(run.streamUrl! + query, n)
+    await c.ready
+    const serveCpu0 = processCpu(run.pids[1])
+    const t0 = performance.now()
+    const idx = await indexed(run)
+    const { messages, json, zstd } = await messageBytes(run.schema)
+    // Until every consumer has every message, or the drain limit.
+    let report = await c.report()
+    const deadline = performance.now() + DRAIN_SECONDS * 1000
+    while (
+      report.stats.some((s) => s.frames < messages && !s.closed) &&
+      performance.now() < deadline
+    ) {
+      await sleep(250)
+      report = await c.report()
+    }
+    const wall = (performance.now() - t0) / 1000
+    const serveCpu = processCpu(run.pids[1]) - serveCpu0
+    c.stop()
+    await run.dataplane.stop()
+    const complete = report.stats.filter((s) => s.frames >= messages).length
+    const closed = report.stats.filter((s) => s.closed).length
+    const rates = report.stats
+      .map((s) => (s.last > s.first ? s.frames / ((s.last - s.first) / 1000) : 0))
+      .sort((a, b) => a - b)
+    const firstAt = Math.min(...report.stats.map((s) => s.first))
+    const lastAt = Math.max(...report.stats.map((s) => s.last))
+    const bytes = report.stats.reduce((a, s) => a + s.bytes, 0)
+    const mbps = bytes / 1e6 / ((lastAt - firstAt) / 1000)
+    const eventsEach = rates[Math.floor(rates.length / 2)]!
+    const cpuPct = (serveCpu / wall) * 100
+    log(
+      `  ${messages} messages (${(messages / EVENTS).toFixed(2)} per event), ` +
+        `${json.toFixed(0)} B each as JSON, ${zstd.toFixed(0)} B with zstd (${(json / zstd).toFixed(1)}×)`,
+    )
+    log(
+      `  consumers: ${complete}/${n} got every message, ${closed} closed; events/s each ` +
+        `min ${rates[0]!.toFixed(0)}, median ${eventsEach.toFixed(0)}; ${mbps.toFixed(1)} MB/s in all`,
+    )
+    log(
+      `  stream process: ${serveCpu.toFixed(1)} CPU s over ${wall.toFixed(1)} s, ` +
+        `${((serveCpu / (bytes / 1e6)) * 1000).toFixed(1)} ms per delivered MB; indexer ` +
+        `${idx.rate.toFixed(0)} ev/s (alone ${alone.rate.toFixed(0)}), ` +
+        `${((idx.cpu / EVENTS) * 1e6).toFixed(0)} µs/event (alone ${((alone.cpu / EVENTS) * 1e6).toFixed(0)})`,
+    )
+    if (complete === n && rates[0]! >= 1000 && idx.rate >= alone.rate * 0.9) held = n
+    lines.push(
+      `stream: ${n} consumers, ${eventsEach.toFixed(0)} events/s each, ${mbps.toFixed(1)} MB/s total, ` +
+        `openplane cpu ${cpuPct.toFixed(0)}% of a core, indexer ev/s ${idx.rate.toFixed(0)} ` +
+        `(alone ${alone.rate.toFixed(0)})`,
+    )
+  }
+  console.log('')
+  log(`largest N held (every message, each ≥ 1000 ev/s, indexer within 10 %): ${held || 'none'}`)
+  for (const line of lines) console.log(line)
+} catch (err) {
+  console.error(err)
+  process.exitCode = 1
+} finally {
+  await replay.stop()
+  await dropSchemas(schemas)
+}
