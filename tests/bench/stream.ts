@@ -8,12 +8,13 @@
 // the indexer's events/s against alone; and the bytes per published message with and without
 // zstd. Not part of CI.
 //
-//   STREAM_CONSUMERS  comma-separated N (default 1,100,1000)
+//   STREAM_CONSUMERS  comma-separated N (default 0,1,100,1000; 0: published, no consumer)
 //   STREAM_EVENTS     corpus events (default 50000); BENCH_REPOS (10000), BENCH_SEED (1)
 //   STREAM_COMPRESS   1: consumers ask for zstd (default 0)
 //   STREAM_DRAIN_SECONDS  how long consumers may take after indexing ends (default 180)
 //   OPENPLANE_TEST_PG_URL
 import { fork } from 'node:child_process'
+import net from 'node:net'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import zlib from 'node:zlib'
@@ -24,9 +25,9 @@ import { PG_URL, uniqueName } from '../harness/env.ts'
 import { appliedSeq, freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { benchCorpus } from './corpus.ts'
-import { processCpu } from './proc.ts'
+import { cpuByName, processCpu, processCpuSplit } from './proc.ts'
 
-const COUNTS = (process.env.STREAM_CONSUMERS ?? '1,100,1000').split(',').map(Number)
+const COUNTS = (process.env.STREAM_CONSUMERS ?? '0,1,100,1000').split(',').map(Number)
 const EVENTS = Number(process.env.STREAM_EVENTS ?? 50_000)
 const REPOS = Number(process.env.BENCH_REPOS ?? 10_000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
@@ -46,6 +47,25 @@ const replay = await spawnReady(
 )
 const replayHttp = `http://127.0.0.1:${replayPort}`
 const schemas: string[] = []
+
+/** Whether a port can be listened on now. */
+const bindable = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const s = net.createServer()
+    s.once('error', () => resolve(false))
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)))
+  })
+
+/**
+ * Two free ports in a row, below the ephemeral range: the consumers' thousands of connections
+ * take ephemeral ports, and a second process's port (the first + 1) must not be among them.
+ */
+async function freePortPair(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000) * 2
+    if ((await bindable(port)) && (await bindable(port + 1))) return port
+  }
+}
 
 /** The pids of a process's children. */
 function childrenOf(pid: number): number[] {
@@ -75,8 +95,9 @@ async function startDataplane(publish: boolean): Promise<Run> {
   const pre = createPgDb({ url: PG_URL, schema })
   await migrateToLatest(pre)
   await pre.close()
-  const port = await freePort()
-  const streamPort = await freePort()
+  const port = await freePortPair()
+  let streamPort = await freePortPair()
+  while (Math.abs(streamPort - port) < 2) streamPort = await freePortPair()
   const dataplane = await spawnReady(
     ['--max-semi-space-size=64', 'packages/cli/src/main.ts', 'start'],
     {
@@ -118,21 +139,31 @@ async function startDataplane(publish: boolean): Promise<Run> {
 }
 
 /** Waits until the indexer has applied the corpus; its events/s from the first to the last. */
-async function indexed(run: Run): Promise<{ rate: number; seconds: number; cpu: number }> {
-  let first: { t: number; cpu: number } | undefined
+async function indexed(
+  run: Run,
+): Promise<{ rate: number; seconds: number; cpu: number; postgres: number }> {
+  let first: { t: number; cpu: number; postgres: number } | undefined
   for (;;) {
     const seq = await appliedSeq(run.rpcUrl)
     const t = performance.now()
-    if (!first && seq > 0) first = { t, cpu: processCpu(run.pids[0]) }
+    if (!first && seq > 0) {
+      first = { t, cpu: processCpu(run.pids[0]), postgres: cpuByName('postgres') }
+    }
     if (seq >= summary.last_seq) {
       const seconds = (t - first!.t) / 1000
-      return { rate: EVENTS / seconds, seconds, cpu: processCpu(run.pids[0]) - first!.cpu }
+      return {
+        rate: EVENTS / seconds,
+        seconds,
+        cpu: processCpu(run.pids[0]) - first!.cpu,
+        postgres: cpuByName('postgres') - first!.postgres,
+      }
     }
     await sleep(50)
   }
 }
 
 interface Consumers {
+  pid: number
   ready: Promise<void>
   report(): Promise<{
     now: number
@@ -154,6 +185,7 @@ function consumers(url: string, n: number): Consumers {
     })
   })
   return {
+    pid: child.pid!,
     ready,
     report: () =>
       new Promise((resolve) => {
@@ -195,23 +227,34 @@ async function messageBytes(
 }
 
 try {
-  log(`alone: ${EVENTS} events indexed, nothing published…`)
-  const aloneRun = await startDataplane(false)
-  const alone = await indexed(aloneRun)
-  await aloneRun.dataplane.stop()
-  log(
-    `  ${alone.rate.toFixed(0)} ev/s, indexer ${((alone.cpu / EVENTS) * 1e6).toFixed(0)} µs/event`,
-  )
+  const aloneOnce = async () => {
+    log(`alone: ${EVENTS} events indexed, nothing published…`)
+    const run = await startDataplane(false)
+    const got = await indexed(run)
+    await run.dataplane.stop()
+    log(
+      `  ${got.rate.toFixed(0)} ev/s, indexer ${((got.cpu / EVENTS) * 1e6).toFixed(0)} µs/event, ` +
+        `Postgres ${((got.postgres / EVENTS) * 1e6).toFixed(0)} µs/event`,
+    )
+    return got
+  }
+  const before = await aloneOnce()
 
-  const lines: string[] = []
-  let held = 0
+  const results: {
+    n: number
+    idx: { rate: number; cpu: number }
+    complete: number
+    minRate: number
+    line: (alone: number) => string
+  }[] = []
   for (const n of COUNTS) {
     log(`${n} consumers${COMPRESS ? ' (zstd)' : ''}…`)
     const run = await startDataplane(true)
     const query = `/subscribe?cursor=0${COMPRESS ? '&compress=true' : ''}`
     const c = consumers(run.streamUrl! + query, n)
     await c.ready
-    const serveCpu0 = processCpu(run.pids[1])
+    const serveCpu0 = processCpuSplit(run.pids[1])
+    const consumersCpu0 = processCpuSplit(c.pid)
     const t0 = performance.now()
     const idx = await indexed(run)
     const { messages, json, zstd } = await messageBytes(run.schema)
@@ -226,9 +269,24 @@ try {
       report = await c.report()
     }
     const wall = (performance.now() - t0) / 1000
-    const serveCpu = processCpu(run.pids[1]) - serveCpu0
+    const serveSplit = processCpuSplit(run.pids[1])
+    const consumersSplit = processCpuSplit(c.pid)
+    const serveCpu = serveSplit.user + serveSplit.system - serveCpu0.user - serveCpu0.system
+    const serveSystem = serveSplit.system - serveCpu0.system
+    const consumersCpu =
+      consumersSplit.user + consumersSplit.system - consumersCpu0.user - consumersCpu0.system
     c.stop()
     await run.dataplane.stop()
+    const perEvent = (cpu: number) => ((cpu / EVENTS) * 1e6).toFixed(0)
+    if (!n) {
+      log(
+        `  ${messages} messages published, ${json.toFixed(0)} B each as JSON, ` +
+          `${zstd.toFixed(0)} B with zstd (${(json / zstd).toFixed(1)}×); indexer ` +
+          `${idx.rate.toFixed(0)} ev/s, ${perEvent(idx.cpu)} µs/event, Postgres ${perEvent(idx.postgres)} µs/event`,
+      )
+      results.push({ n, idx, complete: 0, minRate: Infinity, line: () => '' })
+      continue
+    }
     const complete = report.stats.filter((s) => s.frames >= messages).length
     const closed = report.stats.filter((s) => s.closed).length
     const rates = report.stats
@@ -249,21 +307,43 @@ try {
         `min ${rates[0]!.toFixed(0)}, median ${eventsEach.toFixed(0)}; ${mbps.toFixed(1)} MB/s in all`,
     )
     log(
-      `  stream process: ${serveCpu.toFixed(1)} CPU s over ${wall.toFixed(1)} s, ` +
-        `${((serveCpu / (bytes / 1e6)) * 1000).toFixed(1)} ms per delivered MB; indexer ` +
-        `${idx.rate.toFixed(0)} ev/s (alone ${alone.rate.toFixed(0)}), ` +
-        `${((idx.cpu / EVENTS) * 1e6).toFixed(0)} µs/event (alone ${((alone.cpu / EVENTS) * 1e6).toFixed(0)})`,
+      `  stream process: ${serveCpu.toFixed(1)} CPU s over ${wall.toFixed(1)} s (${cpuPct.toFixed(0)} % ` +
+        `of a core), ${((serveCpu / (bytes / 1e6)) * 1000).toFixed(1)} ms per delivered MB; ` +
+        `indexer ${idx.rate.toFixed(0)} ev/s, ${perEvent(idx.cpu)} µs/event, Postgres ` +
+        `${perEvent(idx.postgres)} µs/event`,
     )
-    if (complete === n && rates[0]! >= 1000 && idx.rate >= alone.rate * 0.9) held = n
-    lines.push(
-      `stream: ${n} consumers, ${eventsEach.toFixed(0)} events/s each, ${mbps.toFixed(1)} MB/s total, ` +
+    log(
+      `  of the stream process's CPU ${((serveSystem / serveCpu) * 100).toFixed(0)} % in the ` +
+        `kernel (sending); the consumers' process: ${consumersCpu.toFixed(1)} CPU s ` +
+        `(${((consumersCpu / wall) * 100).toFixed(0)} % of a core), on the same two cores`,
+    )
+    results.push({
+      n,
+      idx,
+      complete,
+      minRate: rates[0]!,
+      line: (alone) =>
+        `stream: ${n} consumers, ${eventsEach.toFixed(0)} events/s each, ${mbps.toFixed(1)} MB/s total, ` +
         `openplane cpu ${cpuPct.toFixed(0)}% of a core, indexer ev/s ${idx.rate.toFixed(0)} ` +
-        `(alone ${alone.rate.toFixed(0)})`,
-    )
+        `(alone ${alone.toFixed(0)})`,
+    })
+  }
+  const after = await aloneOnce()
+  const alone = (before.rate + after.rate) / 2
+  const aloneCpu = ((before.cpu + after.cpu) / 2 / EVENTS) * 1e6
+  log(
+    `indexer alone: ${before.rate.toFixed(0)} and ${after.rate.toFixed(0)} ev/s (mean ` +
+      `${alone.toFixed(0)}), ${aloneCpu.toFixed(0)} µs/event, Postgres ` +
+      `${(((before.postgres + after.postgres) / 2 / EVENTS) * 1e6).toFixed(0)} µs/event`,
+  )
+  let held = 0
+  for (const r of results) {
+    if (!r.n) continue
+    if (r.complete === r.n && r.minRate >= 1000 && r.idx.rate >= alone * 0.9) held = r.n
   }
   console.log('')
   log(`largest N held (every message, each ≥ 1000 ev/s, indexer within 10 %): ${held || 'none'}`)
-  for (const line of lines) console.log(line)
+  for (const r of results) if (r.n) console.log(r.line(alone))
 } catch (err) {
   console.error(err)
   process.exitCode = 1

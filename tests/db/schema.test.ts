@@ -250,7 +250,7 @@ describe('@openplane/db schema', () => {
           '0007-repo-resync',
           '0008-cursor-event-time',
           '0009-post-search',
-        '0010-published-events',
+          '0010-published-events',
         ],
       })
 

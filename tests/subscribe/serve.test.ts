@@ -157,6 +157,17 @@ describe('/subscribe', () => {
     c.ws.close()
   })
 
+  it('leaves out messages larger than maxMessageSizeBytes', async () => {
+    const sizes = written.map((e) => Buffer.byteLength(e.message))
+    const limit = [...sizes].sort((a, b) => a - b)[Math.floor(sizes.length / 2)]!
+    const c = connect(`cursor=${written[0]!.timeUs}&maxMessageSizeBytes=${limit}`)
+    const expected = written.filter((_, i) => sizes[i]! <= limit)
+    expect(expected.length).toBeLessThan(written.length)
+    await until(() => c.texts.length === expected.length, 'the messages within the limit')
+    expect(c.texts).toEqual(expected.map((e) => e.message))
+    c.ws.close()
+  })
+
   it('waits for the options update when asked to (requireHello)', async () => {
     const c = connect(`cursor=${written[0]!.timeUs}&requireHello=true`)
     await new Promise((r) => c.ws.on('open', r))

@@ -5,11 +5,11 @@
 // too long, or falls behind the retained window, is closed with the reason (server.ts).
 import type { Duplex } from 'node:stream'
 import type { Kysely } from 'kysely'
-import { publishedTrimmed, readPublished, type DatabaseSchema } from '@openplane/db'
+import { publishedTrimmed, type DatabaseSchema } from '@openplane/db'
 import { childLogger } from '@openplane/telemetry'
-import { Entry } from './entry.ts'
 import { FilterError, filterFromMessage, type Filter } from './filter.ts'
-import { chunkOf, type Chunk, type PublishedTail } from './tail.ts'
+import type { ReplayPages } from './replay-pages.ts'
+import type { Chunk, PublishedTail } from './tail.ts'
 import {
   CLOSE,
   closeFrame,
@@ -26,8 +26,6 @@ const log = childLogger('subscribe')
 const HIGH_WATER = 256 * 1024
 /** Bytes of messages per write, about. */
 const CHUNK_BYTES = 128 * 1024
-/** Messages per Postgres page for a consumer further back than memory. */
-const REPLAY_PAGE = 1000
 /** A consumer's own messages: an options update is small. */
 const MAX_CLIENT_MESSAGE = 10_000_000
 /** After a close frame, how long the peer has to finish before the socket is destroyed. */
@@ -36,6 +34,8 @@ const CLOSE_GRACE_MS = 5000
 export interface ConsumerHost {
   db: Kysely<DatabaseSchema>
   tail: PublishedTail
+  /** Pages of the log for consumers further back than the tail, shared between them. */
+  pages: ReplayPages
   sent(messages: number, bytes: number): void
   closed(consumer: Consumer, reason: string): void
 }
@@ -146,15 +146,14 @@ export class Consumer {
         this.pos = trimmed
       }
       this.atStart = false
-      const rows = await readPublished(this.host.db, this.pos, REPLAY_PAGE)
+      const page = await this.host.pages.get(this.pos)
       if (this.isClosed) return
-      if (!rows.length) {
+      if (!page.entries.length) {
         // Nothing stored after it: what it lacked was trimmed; memory has the rest.
         this.pos = Math.max(this.pos, tail.floor)
         continue
       }
-      const entries = rows.map((r) => new Entry(r))
-      const chunk = chunkOf(entries, 0, entries.length, this.filter, this.compress, Infinity)
+      const chunk = page.chunk(this.filter, this.compress)
       if (chunk) this.send(chunk)
     }
   }

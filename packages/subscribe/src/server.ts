@@ -12,6 +12,7 @@ import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, gauge } from '@openplane/telemetry'
 import { Consumer } from './consumer.ts'
 import { FilterError, filterFromQuery } from './filter.ts'
+import { ReplayPages } from './replay-pages.ts'
 import { PublishedTail } from './tail.ts'
 import { CLOSE, handshakeReply, validKey } from './websocket.ts'
 
@@ -54,14 +55,17 @@ export async function startSubscribe(
   opts: SubscribeOptions,
 ): Promise<SubscribeServer> {
   const tail = new PublishedTail(db, {
-    memoryBytes: opts.memoryBytes,
+    memoryBytes: opts.memoryBytes / 2,
     pollMs: opts.pollMs,
     page: 5000,
   })
+  // Half of the memory for the newest messages, half for pages of older ones being replayed.
+  const pages = new ReplayPages(db, { pageSize: 1000, maxBytes: opts.memoryBytes / 2 })
   const consumers = new Set<Consumer>()
   const host = {
     db,
     tail,
+    pages,
     sent(messages: number, bytes: number) {
       messagesSent.inc(messages)
       bytesSent.inc(bytes)
