@@ -6,6 +6,9 @@
 // serves it (@openplane/sim).
 import { readFileSync } from 'node:fs'
 import zlib from 'node:zlib'
+import { ZstdEncoder } from './zstd-encoder.ts'
+
+export { ZstdEncoder } from './zstd-encoder.ts'
 
 /** A commit op as Jetstream renders it (record and cid for creates and updates). */
 export interface JetstreamCommit {
@@ -45,9 +48,12 @@ export function zstdDictionary(): Buffer {
   return dictionary
 }
 
-/** A message as Jetstream sends it with `compress=true`. */
-export function compressMessage(json: string): Buffer {
-  return zlib.zstdCompressSync(Buffer.from(json), { dictionary: zstdDictionary() })
+let encoder: ZstdEncoder | undefined
+
+/** A message as Jetstream sends it with `compress=true` (a zstd frame made with the dictionary). */
+export function compressMessage(json: string | Uint8Array): Buffer {
+  encoder ??= new ZstdEncoder(zstdDictionary())
+  return encoder.compress(typeof json === 'string' ? Buffer.from(json) : json)
 }
 
 /** A message's JSON text, whether it came compressed or not. Throws on a corrupt frame. */

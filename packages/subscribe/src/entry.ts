@@ -1,9 +1,8 @@
 // One published message as the stream sends it: its WebSocket frame made once, and its
 // compressed frame (zstd with Jetstream's dictionary) made once when a consumer first wants it;
 // every consumer is sent these same bytes.
-import zlib from 'node:zlib'
 import type { PublishedEvent } from '@openplane/db'
-import { zstdDictionary } from '@openplane/jetstream'
+import { compressMessage } from '@openplane/jetstream'
 import { frame, OPCODE, textFrame } from './websocket.ts'
 
 export class Entry {
@@ -27,10 +26,7 @@ export class Entry {
   /** The frame for a consumer that asked for compression or not. */
   frame(compress: boolean): Buffer {
     if (!compress) return this.text
-    this.compressed ??= frame(
-      OPCODE.binary,
-      zlib.zstdCompressSync(payloadOf(this.text), { dictionary: zstdDictionary() }),
-    )
+    this.compressed ??= frame(OPCODE.binary, compressMessage(payloadOf(this.text)))
     return this.compressed
   }
 
