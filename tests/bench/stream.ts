@@ -9,7 +9,7 @@
 // zstd. Not part of CI.
 //
 //   STREAM_CONSUMERS  comma-separated N (default 0,1,100,1000; 0: published, no consumer)
-//   STREAM_EVENTS     corpus events (default 50000); BENCH_REPOS (10000), BENCH_SEED (1)
+//   STREAM_EVENTS     corpus events (default 20000); BENCH_REPOS (5000), BENCH_SEED (1)
 //   STREAM_COMPRESS   1: consumers ask for zstd (default 0)
 //   STREAM_DRAIN_SECONDS  how long consumers may take after indexing ends (default 180)
 //   OPENPLANE_TEST_PG_URL
@@ -28,8 +28,8 @@ import { benchCorpus } from './corpus.ts'
 import { cpuByName, processCpu, processCpuSplit } from './proc.ts'
 
 const COUNTS = (process.env.STREAM_CONSUMERS ?? '0,1,100,1000').split(',').map(Number)
-const EVENTS = Number(process.env.STREAM_EVENTS ?? 50_000)
-const REPOS = Number(process.env.BENCH_REPOS ?? 10_000)
+const EVENTS = Number(process.env.STREAM_EVENTS ?? 20_000)
+const REPOS = Number(process.env.BENCH_REPOS ?? 5000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
 const COMPRESS = process.env.STREAM_COMPRESS === '1'
 const DRAIN_SECONDS = Number(process.env.STREAM_DRAIN_SECONDS ?? 180)
