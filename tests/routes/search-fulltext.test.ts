@@ -2,6 +2,7 @@
 // and actors a person expects for words, stems, phrases, exclusions and the app's operators, newest
 // first; taken-down and deleted posts never returned. (Substring mode answers exactly as the stock
 // does: tests/compat/appview-endpoints.test.ts and tests/routes/search.test.ts.)
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { appViewDiff, caughtUp } from '../harness/appview-diff.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
@@ -98,7 +99,45 @@ describe('full-text search through the stock AppView', () => {
       },
     )
     expect(res.status).toBe(200)
+    // Statistics for the index's document, kept to the ten most common lexemes: searches for a
+    // word among them go window by window, the rest (rare) through the index at once; both must
+    // answer the table below.
+    const admin = new pg.Client({ connectionString: PG_URL })
+    await admin.connect()
+    try {
+      for (let i = 0; ; i++) {
+        const { rows } = await admin.query(
+          `select 1 from pg_index x join pg_class c on c.oid = x.indexrelid
+           join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = $1 and c.relname = 'post_text_search_idx' and x.indisvalid`,
+          [schema],
+        )
+        if (rows.length) break
+        if (i > 300) throw new Error('the search index was not built')
+        await new Promise((r) => setTimeout(r, 100))
+      }
+      await admin.query(
+        `alter index "${schema}".post_text_search_idx alter column 1 set statistics 1`,
+      )
+      await admin.query(`analyze "${schema}".post`)
+      const { rows } = await admin.query<{ elems: string[] }>(
+        `select most_common_elems::text::text[] as elems from pg_stats
+         where schemaname = $1 and tablename = 'post_text_search_idx'`,
+        [schema],
+      )
+      common = rows[0]?.elems ?? []
+    } finally {
+      await admin.end()
+    }
   }, 300_000)
+
+  let common: string[] = []
+
+  it('has words of both kinds: common ones, and rare ones answered through the index', () => {
+    expect(common).toContain('fox')
+    expect(common).not.toContain('laufe')
+    expect(common).not.toContain('caturday')
+  })
 
   afterAll(async () => {
     await appview?.stop()

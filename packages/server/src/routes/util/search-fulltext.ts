@@ -8,6 +8,7 @@ import { PLAN_PER_CALL, type DatabaseSchema } from '@openplane/db'
 import { before, decodeTimeKey, encodeTimeKey, malformedCursor, page } from './pagination.ts'
 import { parsePostQuery, splitUnquoted, type PostQuery } from './search-query.ts'
 import { didOfHandle, type SearchPage, type SearchRequest } from './search-sql.ts'
+import { commonLexemes, lexemesOf } from './search-stats.ts'
 import { pageSize } from './stock-cursors.ts'
 
 type Db = Kysely<DatabaseSchema>
@@ -37,9 +38,10 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
   const at = decodeTimeKey(req.cursor)
   const limit = pageSize(req.limit)
   const query = parsePostQuery(req.term)
-  const conditions = await postConditions(db, query)
-  if (!conditions || !limit) return NOTHING
-  const where = sql<SqlBool>`${sql.join(conditions, sql` and `)}`
+  const found = await postConditions(db, query)
+  if (!found || !limit) return NOTHING
+  const where = sql<SqlBool>`${sql.join(found.conditions, sql` and `)}`
+  if (found.rare) return rarePage(db, where, at, limit)
   const after = at ? before('post.sortAt', 'post.cid', at) : sql<SqlBool>`true`
   const top =
     at?.time ??
@@ -72,6 +74,35 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
     if (matches.length > limit || from === undefined) break
     newer = from
   }
+  return pageOf(db, matches, limit)
+}
+
+/**
+ * A query with a rare word (none of its forms among the index's most common lexemes, so a few
+ * hundred posts at most): all its matches through the index at once, then the newest of them.
+ * Window by window, each window's posts would be walked by time and their documents computed,
+ * to find nothing in most of them. The cursor applies to the matches, not inside, so that
+ * Postgres has no order by time to walk.
+ */
+async function rarePage(
+  db: Db,
+  where: RawBuilder<SqlBool>,
+  at: ReturnType<typeof decodeTimeKey>,
+  limit: number,
+): Promise<SearchPage> {
+  const after = at ? before('found.sortAt', 'found.cid', at) : sql<SqlBool>`true`
+  const { rows } = await sql<Match>`
+    with found as materialized (
+      select post.uri, post.cid, post."sortAt", post.creator from post where ${where}
+    )
+    select * from found where ${after} order by "sortAt" desc, cid desc limit ${limit + 1}
+    ${sql.raw(PLAN_PER_CALL)}
+  `.execute(db)
+  return pageOf(db, rows, limit)
+}
+
+/** A page of matches (one more than the page, if there is more), taken-down posts left out. */
+async function pageOf(db: Db, matches: Match[], limit: number): Promise<SearchPage> {
   const hidden = await takenDown(db, matches.slice(0, limit))
   const { items, cursor } = page(matches, limit, (r) => encodeTimeKey(r.sortAt, r.cid))
   return { results: items.filter((r) => !hidden.has(r.uri)).map((r) => r.uri), cursor }
@@ -98,20 +129,39 @@ async function takenDown(db: Db, rows: Match[]): Promise<Set<string>> {
 }
 
 /**
- * The query's conditions on `post`; undefined when it can match nothing (no words and no
- * operator, or an account operator naming an account the index does not know).
+ * The query's conditions on `post`, and whether its words make it rare (see rarePage); undefined
+ * when it can match nothing (no words and no operator, or an account operator naming an account
+ * the index does not know).
  */
-async function postConditions(db: Db, q: PostQuery): Promise<Condition[] | undefined> {
+async function postConditions(
+  db: Db,
+  q: PostQuery,
+): Promise<{ conditions: Condition[]; rare: boolean } | undefined> {
   const [author, to, mentions] = await Promise.all(
     [q.author, q.to, q.mentions].map((a) => (a ? didOf(db, a) : undefined)),
   )
   if ((q.author && !author) || (q.to && !to) || (q.mentions && !mentions)) return undefined
   const out: Condition[] = []
   const words = textQuery(q)
+  let rare = false
   if (words) {
-    // Worked out once (the word's forms in every language), not again in each window's plan.
-    const { rows } = await sql<{ q: string }>`select (${words})::text as q`.execute(db)
+    // Worked out once (the word's forms in every language), not again in each window's plan;
+    // with each word that bounds the matches (AND-ed, not excluded) on its own.
+    const bounds = words.bounds.length ? words.bounds : [sql`''::tsquery`]
+    const [{ rows }, common] = await Promise.all([
+      sql<{ q: string; bounds: string[] }>`
+        select (${words.query})::text as q,
+          array[${sql.join(bounds.map((b) => sql`(${b})::text`))}] as bounds
+      `.execute(db),
+      commonLexemes(db),
+    ])
     out.push(sql<SqlBool>`${DOCUMENT} @@ ${rows[0]!.q}::tsquery`)
+    // Rare when a bounding word has none of its forms among the common ones (a word of stop
+    // words only has none at all, and matches nothing).
+    rare =
+      !!common &&
+      words.bounds.length > 0 &&
+      rows[0]!.bounds.some((b) => lexemesOf(b).every((l) => !common.has(l)))
   }
   for (const tag of q.tags) out.push(hashtag(tag))
   if (author) out.push(sql<SqlBool>`post.creator = ${author}`)
@@ -129,7 +179,7 @@ async function postConditions(db: Db, q: PostQuery): Promise<Condition[] | undef
   if (q.since) out.push(sql<SqlBool>`post."sortAt" >= ${q.since}`)
   if (q.until) out.push(sql<SqlBool>`post."sortAt" < ${q.until}`)
   if (q.domain) out.push(linking(q.domain))
-  return out.length ? out : undefined
+  return out.length ? { conditions: out, rare } : undefined
 }
 
 /**
@@ -138,11 +188,18 @@ async function postConditions(db: Db, q: PostQuery): Promise<Condition[] | undef
  * (migration 0009's openplane_word_query): built term by term so that an excluded word excludes
  * all of them.
  */
-function textQuery(q: PostQuery): RawBuilder<unknown> | undefined {
+function textQuery(
+  q: PostQuery,
+): { query: RawBuilder<unknown>; bounds: RawBuilder<unknown>[] } | undefined {
   const groups: RawBuilder<unknown>[][] = [[]]
+  /** Per group, its terms that are not excluded: each bounds the group's matches. */
+  const positive: RawBuilder<unknown>[][] = [[]]
   for (const token of splitUnquoted(q.text)) {
     if (token.toLowerCase() === 'or') {
-      if (groups.at(-1)!.length) groups.push([])
+      if (groups.at(-1)!.length) {
+        groups.push([])
+        positive.push([])
+      }
       continue
     }
     const negated = token.startsWith('-') && token.length > 1
@@ -151,13 +208,16 @@ function textQuery(q: PostQuery): RawBuilder<unknown> | undefined {
       ? sql`openplane_phrase_query(${body.replaceAll('"', '')})`
       : sql`openplane_word_query(${body})`
     groups.at(-1)!.push(negated ? sql`!!${term}` : term)
+    if (!negated) positive.at(-1)!.push(term)
   }
   const filled = groups.filter((g) => g.length)
   if (!filled.length) return undefined
-  return sql`(${sql.join(
+  const query = sql`(${sql.join(
     filled.map((g) => sql`(${sql.join(g, sql` && `)})`),
     sql` || `,
   )})`
+  // Only a query of one group is bounded by its words: `a or b` matches either's posts.
+  return { query, bounds: filled.length === 1 ? (positive.filter((p) => p.length)[0] ?? []) : [] }
 }
 
 /** A hashtag in the text (found through the index first), or in the record's `tags`. */
