@@ -8,7 +8,7 @@ import { PLAN_PER_CALL, type DatabaseSchema } from '@openplane/db'
 import { before, decodeTimeKey, encodeTimeKey, malformedCursor, page } from './pagination.ts'
 import { parsePostQuery, splitUnquoted, type PostQuery } from './search-query.ts'
 import { didOfHandle, type SearchPage, type SearchRequest } from './search-sql.ts'
-import { commonLexemes, lexemesOf } from './search-stats.ts'
+import { commonLexemes, lexemesOf, rareEnough } from './search-stats.ts'
 import { pageSize } from './stock-cursors.ts'
 
 type Db = Kysely<DatabaseSchema>
@@ -41,7 +41,10 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
   const found = await postConditions(db, query)
   if (!found || !limit) return NOTHING
   const where = sql<SqlBool>`${sql.join(found.conditions, sql` and `)}`
-  if (found.rare) return rarePage(db, where, at, limit)
+  const { share } = found
+  if (share && rareEnough(share.value, share.posts, limit + 1)) {
+    return rarePage(db, where, at, limit)
+  }
   const after = at ? before('post.sortAt', 'post.cid', at) : sql<SqlBool>`true`
   const top =
     at?.time ??
@@ -78,8 +81,9 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
 }
 
 /**
- * A query with a rare word (none of its forms among the index's most common lexemes, so a few
- * hundred posts at most): all its matches through the index at once, then the newest of them.
+ * A query with a rare word (few enough matches that fetching them all costs less than walking
+ * posts newest first until a page of them is found: search-stats.ts): all its matches through
+ * the index at once, then the newest of them.
  * Window by window, each window's posts would be walked by time and their documents computed,
  * to find nothing in most of them. The cursor applies to the matches, not inside, so that
  * Postgres has no order by time to walk.
@@ -129,21 +133,23 @@ async function takenDown(db: Db, rows: Match[]): Promise<Set<string>> {
 }
 
 /**
- * The query's conditions on `post`, and whether its words make it rare (see rarePage); undefined
- * when it can match nothing (no words and no operator, or an account operator naming an account
- * the index does not know).
+ * The query's conditions on `post`, and the share of posts its words can match at most, when
+ * the index's statistics tell (see rarePage); undefined when it can match nothing (no words and
+ * no operator, or an account operator naming an account the index does not know).
  */
 async function postConditions(
   db: Db,
   q: PostQuery,
-): Promise<{ conditions: Condition[]; rare: boolean } | undefined> {
+): Promise<
+  { conditions: Condition[]; share: { value: number; posts: number } | undefined } | undefined
+> {
   const [author, to, mentions] = await Promise.all(
     [q.author, q.to, q.mentions].map((a) => (a ? didOf(db, a) : undefined)),
   )
   if ((q.author && !author) || (q.to && !to) || (q.mentions && !mentions)) return undefined
   const out: Condition[] = []
   const words = textQuery(q)
-  let rare = false
+  let share: { value: number; posts: number } | undefined
   if (words) {
     // Worked out once (the word's forms in every language), not again in each window's plan;
     // with each word that bounds the matches (AND-ed, not excluded) on its own.
@@ -156,12 +162,14 @@ async function postConditions(
       commonLexemes(db),
     ])
     out.push(sql<SqlBool>`${DOCUMENT} @@ ${rows[0]!.q}::tsquery`)
-    // Rare when a bounding word has none of its forms among the common ones (a word of stop
-    // words only has none at all, and matches nothing).
-    rare =
-      !!common &&
-      words.bounds.length > 0 &&
-      rows[0]!.bounds.some((b) => lexemesOf(b).every((l) => !common.has(l)))
+    // A bounding word matches at most the posts of its forms (a form outside the common ones,
+    // next to none; a word of stop words only, none at all); the query, its rarest word's.
+    if (common && words.bounds.length) {
+      const shares = rows[0]!.bounds.map((b) =>
+        lexemesOf(b).reduce((sum, l) => sum + (common.frequency.get(l) ?? 0), 0),
+      )
+      share = { value: Math.min(...shares), posts: common.posts }
+    }
   }
   for (const tag of q.tags) out.push(hashtag(tag))
   if (author) out.push(sql<SqlBool>`post.creator = ${author}`)
@@ -179,7 +187,7 @@ async function postConditions(
   if (q.since) out.push(sql<SqlBool>`post."sortAt" >= ${q.since}`)
   if (q.until) out.push(sql<SqlBool>`post."sortAt" < ${q.until}`)
   if (q.domain) out.push(linking(q.domain))
-  return out.length ? { conditions: out, rare } : undefined
+  return out.length ? { conditions: out, share } : undefined
 }
 
 /**

@@ -1,8 +1,8 @@
-// Which words are common among the posts, from the statistics ANALYZE keeps of the search
-// index's document (pg_stats' most common elements: the thousand most frequent lexemes here,
-// down to about one post in 1,500). A word outside them is rare, and a search for it is best
-// answered through the index over all time at once; a common one newest first, window by window
-// (search-fulltext.ts). Read once per ten minutes per database.
+// How common words are among the posts, from the statistics ANALYZE keeps of the search index's
+// document (pg_stats' most common elements with their frequencies: the thousand most frequent
+// lexemes here, down to about one post in 1,500; any other is rarer) and the table's row count.
+// search-fulltext.ts answers a search for a rare word through the index over all time at once,
+// and a common one newest first, window by window. Read once per ten minutes per database.
 import { sql, type Kysely } from 'kysely'
 import { POST_SEARCH_INDEX, type DatabaseSchema } from '@openplane/db'
 
@@ -10,10 +10,17 @@ type Db = Kysely<DatabaseSchema>
 
 const TTL_MS = 10 * 60_000
 
-const cache = new WeakMap<Db, { at: number; common: Promise<Set<string> | undefined> }>()
+export interface WordStats {
+  /** The most common lexemes, each with the share of posts holding it. */
+  frequency: Map<string, number>
+  /** Posts in the table, as Postgres last counted them. */
+  posts: number
+}
 
-/** The index's most common lexemes; undefined while it has no statistics. */
-export function commonLexemes(db: Db): Promise<Set<string> | undefined> {
+const cache = new WeakMap<Db, { at: number; common: Promise<WordStats | undefined> }>()
+
+/** The index's word statistics; undefined while it has none. */
+export function commonLexemes(db: Db): Promise<WordStats | undefined> {
   const known = cache.get(db)
   if (known && Date.now() - known.at < TTL_MS) return known.common
   const common = read(db).catch(() => undefined)
@@ -21,13 +28,31 @@ export function commonLexemes(db: Db): Promise<Set<string> | undefined> {
   return common
 }
 
-async function read(db: Db): Promise<Set<string> | undefined> {
-  const { rows } = await sql<{ elems: string[] | null }>`
-    select most_common_elems::text::text[] as elems from pg_stats
+async function read(db: Db): Promise<WordStats | undefined> {
+  const { rows } = await sql<{ elems: string[] | null; freqs: number[] | null; posts: number }>`
+    select most_common_elems::text::text[] as elems, most_common_elem_freqs as freqs,
+      (select reltuples from pg_class where oid = 'post'::regclass)::float8 as posts
+    from pg_stats
     where schemaname = current_schema() and tablename = ${POST_SEARCH_INDEX}
   `.execute(db)
-  const elems = rows[0]?.elems
-  return elems?.length ? new Set(elems) : undefined
+  const { elems, freqs, posts } = rows[0] ?? {}
+  if (!elems?.length || !freqs || !posts || posts < 0) return undefined
+  // The frequencies list one per element, then the least and greatest, then nulls' share.
+  return { frequency: new Map(elems.map((e, i) => [e, freqs[i]!])), posts }
+}
+
+/** Microseconds to walk one post by time, its document computed to test it. */
+const WALK_US = 14
+/** Microseconds to fetch one match through the index. */
+const FETCH_US = 3.5
+
+/**
+ * Whether a query whose words match about `share` of the posts is cheaper through the index
+ * (every match fetched) than walking posts newest first until `wanted` of them match.
+ */
+export function rareEnough(share: number, posts: number, wanted: number): boolean {
+  if (share <= 0) return true
+  return share * posts * FETCH_US < (wanted / share) * WALK_US
 }
 
 /** The lexemes a tsquery's text names (`'cit' | 'citi' & !'dog'` → cit, citi, dog). */
