@@ -5,9 +5,10 @@
 // native module is needed. The indexer reads this format (@openplane/ingest) and the toolkit
 // serves it (@openplane/sim).
 import { readFileSync } from 'node:fs'
-import zlib from 'node:zlib'
+import { ZstdDecoder } from './zstd-decoder.ts'
 import { ZstdEncoder } from './zstd-encoder.ts'
 
+export { frameContentSize, ZstdDecoder } from './zstd-decoder.ts'
 export { ZstdEncoder } from './zstd-encoder.ts'
 
 /** A commit op as Jetstream renders it (record and cid for creates and updates). */
@@ -56,12 +57,15 @@ export function compressMessage(json: string | Uint8Array): Buffer {
   return encoder.compress(typeof json === 'string' ? Buffer.from(json) : json)
 }
 
+let decoder: ZstdDecoder | undefined
+
 /** A message's JSON text, whether it came compressed or not. Throws on a corrupt frame. */
 export function messageText(bytes: Uint8Array): string {
-  const raw = ZSTD_MAGIC.every((b, i) => bytes[i] === b)
-    ? zlib.zstdDecompressSync(bytes, { dictionary: zstdDictionary() })
-    : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  return raw.toString('utf8')
+  if (!ZSTD_MAGIC.every((b, i) => bytes[i] === b)) {
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8')
+  }
+  decoder ??= new ZstdDecoder(zstdDictionary())
+  return decoder.decompress(bytes).toString('utf8')
 }
 
 /** The subscription URL: `base` is Jetstream's address (its root, or …/subscribe). */

@@ -7,7 +7,8 @@
 // what it expects it falls back to `zstdCompressSync`: slower, never wrong.
 import zlib from 'node:zlib'
 
-interface Handle {
+/** The native context a zlib stream drives (Node's own synchronous helpers call it so). */
+export interface ContextHandle {
   writeSync(
     flush: number,
     input: Uint8Array,
@@ -19,8 +20,8 @@ interface Handle {
   ): void
 }
 
-interface StreamInternals {
-  _handle?: Handle | null
+export interface StreamInternals {
+  _handle?: ContextHandle | null
   /** After a write: [output bytes left free, input bytes left unread]. */
   _writeState?: Uint32Array
 }

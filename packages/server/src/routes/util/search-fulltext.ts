@@ -42,7 +42,7 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
   if (!found || !limit) return NOTHING
   const where = sql<SqlBool>`${sql.join(found.conditions, sql` and `)}`
   const { share } = found
-  if (share && rareEnough(share.value, share.posts, limit + 1)) {
+  if (share && rareEnough(share.value, share.posts)) {
     return rarePage(db, where, at, limit)
   }
   const after = at ? before('post.sortAt', 'post.cid', at) : sql<SqlBool>`true`
@@ -81,9 +81,8 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
 }
 
 /**
- * A query with a rare word (few enough matches that fetching them all costs less than walking
- * posts newest first until a page of them is found: search-stats.ts): all its matches through
- * the index at once, then the newest of them.
+ * A query with a rare word (a few thousand matches at most: search-stats.ts): all its matches
+ * through the index at once, then the newest of them.
  * Window by window, each window's posts would be walked by time and their documents computed,
  * to find nothing in most of them. The cursor applies to the matches, not inside, so that
  * Postgres has no order by time to walk.
