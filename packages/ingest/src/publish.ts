@@ -14,16 +14,10 @@ import {
 } from '@openplane/db'
 import { counter } from '@openplane/telemetry'
 import { jsonOf } from './batch/records.ts'
-import type { CommitOp, IngestEvent } from './events.ts'
+import type { Applied } from './batch/applied.ts'
+import type { IngestEvent } from './events.ts'
 
-type Commit = Extract<IngestEvent, { type: 'commit' }>
-
-/** An applied event, as planning noted it. */
-export type Applied =
-  | { kind: 'commit'; evt: Commit; op: CommitOp }
-  /** `handle`: the verified handle the event left the account with (undefined: none). */
-  | { kind: 'identity'; evt: IngestEvent; handle: string | undefined }
-  | { kind: 'account'; evt: Extract<IngestEvent, { type: 'account' }>; deleted: boolean }
+export type { Applied } from './batch/applied.ts'
 
 const published = counter(
   'openplane_published_events_total',

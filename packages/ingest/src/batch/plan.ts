@@ -2,7 +2,7 @@
 // last commits seen, and the metrics and logs to emit once it commits. Everything in it can be
 // rolled back to a mark, so a step that missed a read, or failed, leaves no trace.
 import type { Counter, Effects, NotificationRow, RowWrite } from '@openplane/plugins'
-import type { Applied } from '../publish.ts'
+import type { Applied } from './applied.ts'
 import type { BatchState, Where } from './state.ts'
 
 export type NotificationOp = { add: NotificationRow } | { drop: string[] }
