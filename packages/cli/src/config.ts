@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { parseDidList } from '@openplane/backfill'
 import { allowList, type ConnectionLimits } from '@openplane/server'
+import type { SubscribeOptions } from '@openplane/subscribe'
 import { DEFAULT_CELEBRITY_COPIES, type RedisNode } from '@openplane/timelines'
 
 export interface Config {
@@ -76,25 +77,15 @@ export interface Config {
    * (undefined: nothing is published).
    */
   publishWindowMs?: number
-  /** `/subscribe`, what was committed as a Jetstream stream, on its own port; undefined: off. */
-  subscribe?: SubscribeConfig
+  /**
+   * `/subscribe`, what was committed as a Jetstream stream, on its own port (process i of
+   * DATAPLANE_PROCESSES on port + i); undefined: off.
+   */
+  subscribe?: SubscribeOptions
   /** Labelers whose labels are subscribed to and stored (DIDs); empty: none. */
   labelers: string[]
   /** Also subscribe to every labeler whose service record is indexed, looked for this often. */
   labelersFromRecords?: { everyMs: number }
-}
-
-export interface SubscribeConfig {
-  host: string
-  /** Process i of DATAPLANE_PROCESSES serves on port + i. */
-  port: number
-  /** Memory each serving process gives the newest messages. */
-  memoryBytes: number
-  /** A consumer that reads nothing this long while messages wait is closed. */
-  stallMs: number
-  maxConsumers: number
-  /** Between two reads of the log that found nothing new. */
-  pollMs: number
 }
 
 export interface PostgresConfig {

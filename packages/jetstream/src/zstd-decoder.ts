@@ -1,12 +1,9 @@
-// zstd frames made with Jetstream's dictionary, read by one decompression context that keeps
-// the dictionary loaded: Node's `zstdDecompressSync` loads it for every call (about 57 µs a
-// message here, against about 5 µs with the context kept). Driven as zstd-encoder.ts drives its
-// context. A context fed a frame that stops short would read the next message as the rest of
-// it, so each frame's header must state its content size (Jetstream's do) and the output must
-// come to exactly that; any other frame, or a mismatch, goes to `zstdDecompressSync` and the
-// context is replaced.
+// zstd frames made with Jetstream's dictionary, read by one kept context (zstd-context.ts). A
+// context fed a frame that stops short would read the next message as the rest of it, so each
+// frame's header must state its content size (Jetstream's do) and the output must come to exactly
+// that; any other frame, or a mismatch, goes to `zstdDecompressSync` and the context is replaced.
 import zlib from 'node:zlib'
-import type { ContextHandle, StreamInternals } from './zstd-encoder.ts'
+import { KeptContext } from './zstd-context.ts'
 
 const OUT_BYTES = 256 * 1024
 
@@ -32,12 +29,13 @@ export function frameContentSize(frame: Uint8Array): number | undefined {
 
 export class ZstdDecoder {
   private readonly dictionary: Buffer
-  private stream: (zlib.ZstdDecompress & StreamInternals) | undefined
-  private out = Buffer.allocUnsafe(OUT_BYTES)
+  private readonly context: KeptContext
+  private readonly out = Buffer.allocUnsafe(OUT_BYTES)
   private kept: boolean | undefined
 
   constructor(dictionary: Buffer) {
     this.dictionary = dictionary
+    this.context = new KeptContext(() => zlib.createZstdDecompress({ dictionary }))
   }
 
   /** The frame's content. Throws on a corrupt frame. */
@@ -56,38 +54,16 @@ export class ZstdDecoder {
   /** The content through the kept context, or undefined (the context then replaced). */
   private tryKept(frame: Uint8Array, size: number): Buffer | undefined {
     try {
-      const stream = (this.stream ??= this.open())
-      const handle: ContextHandle | null | undefined = stream._handle
-      const state = stream._writeState
-      if (!handle || !state) throw new Error('zstd context closed')
-      handle.writeSync(
-        zlib.constants.ZSTD_e_end,
-        frame,
-        0,
-        frame.length,
-        this.out,
-        0,
-        this.out.length,
-      )
-      if (stream.destroyed || !stream._handle) throw new Error('zstd context failed')
-      const made = this.out.length - state[0]!
-      if (state[1] !== 0 || made !== size) throw new Error('zstd frame not read whole')
+      const { made, inLeft } = this.context.write(frame, 0, frame.length, this.out)
+      if (inLeft !== 0 || made !== size) throw new Error('zstd frame not read whole')
       return Buffer.from(this.out.subarray(0, made))
     } catch {
-      this.stream = undefined
+      this.context.drop()
       return undefined
     }
   }
 
-  private open(): zlib.ZstdDecompress & StreamInternals {
-    const stream = zlib.createZstdDecompress({
-      dictionary: this.dictionary,
-    }) as zlib.ZstdDecompress & StreamInternals
-    stream.on('error', () => {})
-    return stream
-  }
-
-  /** Whether the kept context reads frames back, one after another, including after a bad one. */
+  /** Whether the kept context reads frames back, one after another. */
   private selfCheck(): boolean {
     const samples = ['{"kind":"commit"}', 'x'.repeat(100_000), '{"kind":"identity"}']
     for (const text of samples) {
