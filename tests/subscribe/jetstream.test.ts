@@ -223,7 +223,7 @@ describe('/subscribe on a dataplane indexing a PDS', () => {
     await dropSchemas([schema, communitySchema])
   })
 
-  it('gives a Jetstream client every committed event in order, filtered as asked, across a restart', async () => {
+  it('gives a Jetstream client every committed event in order, filtered as asked, across a kill and restart', async () => {
     const all = atcuteConsumer({ url: streamUrl(), cursor: 0 })
     const filtered = atcuteConsumer({
       url: streamUrl(),
@@ -234,13 +234,16 @@ describe('/subscribe on a dataplane indexing a PDS', () => {
     const before = await firehoseItems(network.pds.url, await head())
     await until(() => all.got.length >= before.length, 'the replay')
 
-    // Live, then the dataplane restarts while more is written, then live again.
+    // Live; then the dataplane is killed while it indexes, more is written while it is down,
+    // and it starts again.
     await activity(1)
     await caughtUp(dataplane)
-    await dataplane.stop()
+    // Killed, not stopped: what it committed is in the log, and nothing else.
     await activity(2)
-    dataplane = await start()
+    await dataplane.stop('SIGKILL')
     await activity(3)
+    dataplane = await start()
+    await activity(4)
     const last = await caughtUp(dataplane)
     const expected = await firehoseItems(network.pds.url, last)
     await until(() => all.got.length >= expected.length, 'every event after the restart')
@@ -287,7 +290,7 @@ describe('/subscribe on a dataplane indexing a PDS', () => {
     stuck.pause()
     const live = atcuteConsumer({ url: streamUrl() })
     await new Promise((r) => setTimeout(r, 300))
-    await activity(4)
+    await activity(5)
     await caughtUp(dataplane)
     await until(() => live.got.length >= 8, 'live events beside the stuck consumer')
     stuck.destroy()
@@ -313,15 +316,15 @@ describe('/subscribe on a dataplane indexing a PDS', () => {
     await caughtUp(community)
     const consumer = rawConsumer(`ws://127.0.0.1:${port}/subscribe?cursor=0`)
     // Live events of the members after it caught up must come; nothing of bob's, ever.
-    await activity(5)
+    await activity(6)
     await caughtUp(community)
     const alicePosts = () =>
-      consumer.texts.filter((t) => t.includes('round 5: hello') && t.includes(u.alice)).length
+      consumer.texts.filter((t) => t.includes('round 6: hello') && t.includes(u.alice)).length
     await until(() => alicePosts() === 1, "alice's live post")
     const dids = new Set(consumer.texts.map((t) => (JSON.parse(t) as Message).did))
     expect(dids.has(u.bob)).toBe(false)
     expect(dids.has(u.alice)).toBe(true)
-    expect(consumer.texts.some((t) => t.includes('round 5: a reply'))).toBe(true)
+    expect(consumer.texts.some((t) => t.includes('round 6: a reply'))).toBe(true)
     consumer.ws.close()
   })
 })
