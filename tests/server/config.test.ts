@@ -209,6 +209,40 @@ describe('configuration from env', () => {
     ).toThrow(/DATAPLANE_LABELERS_DISCOVER_SECONDS/)
   })
 
+  it('reads /subscribe and its log, and refuses the port without a window', () => {
+    expect(readConfig({}).publishWindowMs).toBeUndefined()
+    expect(readConfig({}).subscribe).toBeUndefined()
+    expect(readConfig({ DATAPLANE_SUBSCRIBE_WINDOW_MINUTES: '90' }).publishWindowMs).toBe(5_400_000)
+    expect(
+      readConfig({
+        DATAPLANE_HOST: '0.0.0.0',
+        DATAPLANE_SUBSCRIBE_WINDOW_MINUTES: '60',
+        DATAPLANE_SUBSCRIBE_PORT: '6008',
+        DATAPLANE_SUBSCRIBE_STALL_SECONDS: '5',
+      }).subscribe,
+    ).toEqual({
+      host: '0.0.0.0',
+      port: 6008,
+      memoryBytes: 64 * 1024 * 1024,
+      stallMs: 5000,
+      maxConsumers: 10_000,
+      pollMs: 50,
+    })
+    expect(() => readConfig({ DATAPLANE_SUBSCRIBE_PORT: '6008' })).toThrow(
+      /DATAPLANE_SUBSCRIBE_WINDOW_MINUTES/,
+    )
+    expect(() => readConfig({ DATAPLANE_SUBSCRIBE_HOST: '0.0.0.0' })).toThrow(
+      /DATAPLANE_SUBSCRIBE_HOST needs DATAPLANE_SUBSCRIBE_PORT/,
+    )
+    expect(() =>
+      readConfig({
+        DATAPLANE_SUBSCRIBE_WINDOW_MINUTES: '60',
+        DATAPLANE_SUBSCRIBE_PORT: '6008',
+        DATAPLANE_SUBSCRIBE_MEMORY_MB: '0',
+      }),
+    ).toThrow(/DATAPLANE_SUBSCRIBE_MEMORY_MB/)
+  })
+
   it('reads the connection limits, and refuses networks that are not CIDRs', () => {
     const dflt = readConfig({})
     expect(dflt.limits).toEqual({
