@@ -136,17 +136,16 @@ export class Consumer {
         this.send(tail.chunk(this.pos, this.filter, this.compress, CHUNK_BYTES))
         continue
       }
-      // Read before the page: a trim after it cannot then pass unseen.
-      const trimmed = await publishedTrimmed(this.host.db)
-      if (this.pos < trimmed) {
-        if (!this.atStart) {
-          this.close(CLOSE.policy, 'consumer too slow: fell behind the retained window')
-          return
-        }
-        this.pos = trimmed
+      const from = this.pos
+      const page = await this.host.pages.get(from)
+      if (this.isClosed) return
+      // Asked after the page: a trim that took messages after `from` before the page was read
+      // shows here. At the start that is Jetstream's clamp to the oldest message; later, a loss.
+      if (!this.atStart && from < (await publishedTrimmed(this.host.db))) {
+        this.close(CLOSE.policy, 'consumer too slow: fell behind the retained window')
+        return
       }
       this.atStart = false
-      const page = await this.host.pages.get(this.pos)
       if (this.isClosed) return
       if (!page.entries.length) {
         // Nothing stored after it: what it lacked was trimmed; memory has the rest.
