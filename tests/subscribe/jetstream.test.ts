@@ -101,7 +101,15 @@ function rawConsumer(url: string): { texts: string[]; ws: WebSocket } {
 
 /** Reads an @atcute/jetstream subscription in the background, keeping each event once. */
 function atcuteConsumer(opts: ConstructorParameters<typeof JetstreamSubscription>[0]) {
-  const sub = new JetstreamSubscription(opts)
+  /** What the client saw of its connections and of events it refused, for a failure's message. */
+  const seen: string[] = []
+  const sub = new JetstreamSubscription({
+    ...opts,
+    onConnectionOpen: () => seen.push('open'),
+    onConnectionClose: (e) => seen.push(`close ${e.code} ${e.reason}`),
+    onConnectionError: () => seen.push('error'),
+    onError: (err) => seen.push(`invalid ${String(err)}`.slice(0, 300)),
+  })
   const got: Message[] = []
   let last = 0
   let stopped = false
@@ -117,6 +125,7 @@ function atcuteConsumer(opts: ConstructorParameters<typeof JetstreamSubscription
   })()
   return {
     got,
+    seen,
     async stop() {
       stopped = true
       // The iterator ends at its next event; close by leaving it.
@@ -232,7 +241,12 @@ describe('/subscribe on a dataplane indexing a PDS', () => {
       wantedDids: [u.alice, u.carol],
     })
     const before = await firehoseItems(network.pds.url, await head())
-    await until(() => all.got.length >= before.length, 'the replay')
+    await until(() => all.got.length >= before.length, 'the replay').catch((err: Error) => {
+      throw new Error(
+        `${err.message}: ${all.got.length} of ${before.length}; client: ${all.seen.join('; ')}\n` +
+          dataplane.output().slice(-4000),
+      )
+    })
 
     // Live; then the dataplane is killed while it indexes, more is written while it is down,
     // and it starts again.
@@ -246,7 +260,19 @@ describe('/subscribe on a dataplane indexing a PDS', () => {
     await activity(4)
     const last = await caughtUp(dataplane)
     const expected = await firehoseItems(network.pds.url, last)
-    await until(() => all.got.length >= expected.length, 'every event after the restart')
+    await until(() => all.got.length >= expected.length, 'every event after the restart').catch(
+      (err: Error) => {
+        // Where the stream parted from the firehose, and what the dataplane said.
+        const got = all.got.map(itemOf)
+        const at = expected.findIndex((e, i) => JSON.stringify(e) !== JSON.stringify(got[i]))
+        throw new Error(
+          `${err.message}: ${got.length} of ${expected.length} events, first difference at ${at}: ` +
+            `expected ${JSON.stringify(expected[at])}, got ${JSON.stringify(got[at])}\n` +
+            `client: ${all.seen.join('; ')}\n` +
+            dataplane.output().slice(-4000),
+        )
+      },
+    )
     await new Promise((r) => setTimeout(r, 300))
     expect(all.got.map(itemOf)).toEqual(expected)
     const times = all.got.map((m) => m.time_us)

@@ -179,6 +179,14 @@ describe('/subscribe', () => {
     c.ws.close()
   })
 
+  it('serves consumers that arrive together while the tail rests, with nothing new to wake them', async () => {
+    await until(() => server.consumers() === 0, 'the earlier consumers to go')
+    const n = written.length
+    const together = [1, 2, 3].map(() => connect(`cursor=${written[0]!.timeUs}`))
+    await until(() => together.every((c) => c.texts.length === n), 'every consumer')
+    for (const c of together) c.ws.close()
+  })
+
   it('refuses a bad request before upgrading', async () => {
     for (const q of ['cursor=abc', 'wantedCollections=not%20an%20nsid', 'wantedDids=bob']) {
       const ws = new WebSocket(`${server.url}/subscribe?${q}`)

@@ -62,6 +62,8 @@ export async function startSubscribe(
   // Half of the memory for the newest messages, half for pages of older ones being replayed.
   const pages = new ReplayPages(db, { pageSize: 1000, maxBytes: opts.memoryBytes / 2 })
   const consumers = new Set<Consumer>()
+  /** Subscriptions between their request and their consumer: the tail must not rest meanwhile. */
+  let opening = 0
   const host = {
     db,
     tail,
@@ -74,7 +76,7 @@ export async function startSubscribe(
       if (!consumers.delete(c)) return
       consumersGauge.set(consumers.size)
       // The last one gone: the tail rests until the next comes.
-      if (!consumers.size) tail.stop()
+      if (!consumers.size && !opening) tail.stop()
       closedTotal.inc({ reason: reasonLabel(reason) })
       log.debug({ reason }, 'consumer closed')
     },
@@ -136,8 +138,16 @@ export async function startSubscribe(
     }
     if (consumers.size >= opts.maxConsumers) return refuse(503, 'full', 'too many consumers')
     // The first consumer wakes the tail, which reads where the log ends.
-    await tail.start()
-    if (socket.destroyed) return
+    opening++
+    try {
+      await tail.start()
+    } finally {
+      opening--
+    }
+    if (socket.destroyed) {
+      if (!consumers.size && !opening) tail.stop()
+      return
+    }
     const compress =
       url.searchParams.get('compress') === 'true' ||
       String(req.headers['socket-encoding']).toLowerCase() === 'zstd'
@@ -154,6 +164,7 @@ export async function startSubscribe(
     })
     consumers.add(consumer)
     consumersGauge.set(consumers.size)
+    log.debug({ pos, head: tail.head, compress }, 'consumer connected')
     if (head.length) socket.unshift(head)
     consumer.pump()
   }

@@ -45,6 +45,8 @@ export class PublishedTail {
   private timer: NodeJS.Timeout | undefined
   /** Following the log (false: resting, or stopped). */
   private following = false
+  /** The read of where the log ends, while a start waits for it. */
+  private starting: Promise<void> | undefined
   /** Bumped at each start and stop, so that a poll of an earlier run ends itself. */
   private run = 0
 
@@ -53,9 +55,17 @@ export class PublishedTail {
     this.opts = opts
   }
 
-  /** Reads where the log ends, then follows it (at once if already following). */
-  async start(): Promise<void> {
-    if (this.following) return
+  /**
+   * Reads where the log ends, then follows it; every caller meanwhile waits for the same read, so
+   * none goes on before the head is known.
+   */
+  start(): Promise<void> {
+    if (this.following) return Promise.resolve()
+    this.starting ??= this.begin().finally(() => (this.starting = undefined))
+    return this.starting
+  }
+
+  private async begin(): Promise<void> {
     const run = ++this.run
     const range = await publishedRange(this.db)
     if (run !== this.run) return
