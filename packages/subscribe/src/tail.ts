@@ -87,6 +87,8 @@ export class PublishedTail {
     this.first = 0
     this.bytes = 0
     this.memo = new Map()
+    // Nothing known: a consumer asking now finds nothing to send until a start reads the end.
+    this.headUs = this.floorUs = 0
   }
 
   get head(): number {
