@@ -6,6 +6,7 @@ import '@openplane/fanout'
 import '@openplane/ingest'
 import '@openplane/labels'
 import '@openplane/server'
+import '@openplane/subscribe'
 import { registry } from '@openplane/telemetry'
 import { describe, expect, it } from 'vitest'
 
