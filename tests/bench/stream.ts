@@ -17,10 +17,9 @@ import { fork } from 'node:child_process'
 import net from 'node:net'
 import { readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
-import zlib from 'node:zlib'
 import pg from 'pg'
 import { createPgDb, migrateToLatest } from '@openplane/db'
-import { zstdDictionary } from '@openplane/jetstream'
+import { compressMessage } from '@openplane/jetstream'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { appliedSeq, freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
@@ -214,7 +213,7 @@ async function messageBytes(
     for (const { message } of rows) {
       const bytes = Buffer.from(message)
       json += bytes.length
-      zstd += zlib.zstdCompressSync(bytes, { dictionary: zstdDictionary() }).length
+      zstd += compressMessage(bytes).length
     }
     return {
       messages: Number(count.rows[0]!.n),

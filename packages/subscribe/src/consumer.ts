@@ -4,8 +4,6 @@
 // socket buffer: while that is full it is not written to, and a consumer that reads nothing for
 // too long, or falls behind the retained window, is closed with the reason (server.ts).
 import type { Duplex } from 'node:stream'
-import type { Kysely } from 'kysely'
-import { publishedTrimmed, type DatabaseSchema } from '@openplane/db'
 import { childLogger } from '@openplane/telemetry'
 import { FilterError, filterFromMessage, type Filter } from './filter.ts'
 import type { ReplayPages } from './replay-pages.ts'
@@ -32,7 +30,6 @@ const MAX_CLIENT_MESSAGE = 10_000_000
 const CLOSE_GRACE_MS = 5000
 
 export interface ConsumerHost {
-  db: Kysely<DatabaseSchema>
   tail: PublishedTail
   /** Pages of the log for consumers further back than the tail, shared between them. */
   pages: ReplayPages
@@ -139,14 +136,13 @@ export class Consumer {
       const from = this.pos
       const page = await this.host.pages.get(from)
       if (this.isClosed) return
-      // Asked after the page: a trim that took messages after `from` before the page was read
-      // shows here. At the start that is Jetstream's clamp to the oldest message; later, a loss.
-      if (!this.atStart && from < (await publishedTrimmed(this.host.db))) {
+      // A trim that took messages after `from` before the page was read (page.trimmed): at the
+      // start that is Jetstream's clamp to the oldest message; later, a loss.
+      if (!this.atStart && from < page.trimmed) {
         this.close(CLOSE.policy, 'consumer too slow: fell behind the retained window')
         return
       }
       this.atStart = false
-      if (this.isClosed) return
       if (!page.entries.length) {
         // Nothing stored after it: what it lacked was trimmed; memory has the rest.
         this.pos = Math.max(this.pos, tail.floor)

@@ -4,7 +4,7 @@
 // compressed once for all of them, and its run of frames for one filter is joined once. A page is the rows right after a cursor, in order; the log
 // only grows at its end, so a page stays true once read.
 import type { Kysely } from 'kysely'
-import { readPublished, type DatabaseSchema } from '@openplane/db'
+import { publishedTrimmed, readPublished, type DatabaseSchema } from '@openplane/db'
 import { Entry } from './entry.ts'
 import type { Filter } from './filter.ts'
 import { chunkOf, type Chunk } from './tail.ts'
@@ -12,10 +12,16 @@ import { chunkOf, type Chunk } from './tail.ts'
 /** A page's messages, and its runs of frames by filter. */
 export class Page {
   readonly entries: Entry[]
+  /**
+   * Where the log's trims had reached once the page was read: a trim that took messages after
+   * the page's cursor before the read shows here; one after it leaves the page whole.
+   */
+  readonly trimmed: number
   private readonly chunks = new Map<string, Chunk | undefined>()
 
-  constructor(entries: Entry[]) {
+  constructor(entries: Entry[], trimmed: number) {
     this.entries = entries
+    this.trimmed = trimmed
   }
 
   /** Every message of the page the filter passes, framed, in one buffer. */
@@ -73,7 +79,10 @@ export class ReplayPages {
 
   private async read(after: number): Promise<Page> {
     const rows = await readPublished(this.db, after, this.pageSize)
-    return new Page(rows.map((r) => new Entry(r)))
+    return new Page(
+      rows.map((r) => new Entry(r)),
+      await publishedTrimmed(this.db),
+    )
   }
 
   private evict(): void {

@@ -65,7 +65,6 @@ export async function startSubscribe(
   /** Subscriptions between their request and their consumer: the tail must not rest meanwhile. */
   let opening = 0
   const host = {
-    db,
     tail,
     pages,
     sent(messages: number, bytes: number) {
