@@ -292,20 +292,31 @@ export class BatchState {
       )
       const chain = CHAINS[table]
       const byPk = columns.length === pk.length && pk.every((c, i) => columns[i] === c)
+      // A chain load carries whole rows through the recursion, each level one probe of the
+      // primary key per row: joining the reached keys back to the table afterwards lets the
+      // planner, which cannot estimate the recursion, hash-join it against a scan of the whole
+      // table.
+      const selectFrom = (alias: string) =>
+        sql.join(
+          t.columns.map((c) =>
+            t.json.has(c)
+              ? sql`${sql.ref(`${alias}.${c}`)}::text as ${sql.ref(c)}`
+              : sql`${sql.ref(`${alias}.${c}`)}`,
+          ),
+        )
       const query =
         chain && byPk && pk.length === 1
           ? sql<Row>`
-          with recursive chain(key, next, depth) as (
-            select ${sql.ref(pk[0]!)}, ${sql.ref(chain.column)}, 0 from ${sql.table(table)}
+          with recursive chain as (
+            select ${selectFrom('s')}, 0 as ${sql.ref(DEPTH)} from ${sql.table(table)} s
             where (${cols}) in (select * from unnest(${unnest}))
             union all
-            select t.${sql.ref(pk[0]!)}, t.${sql.ref(chain.column)}, chain.depth + 1
-            from ${sql.table(table)} t join chain on t.${sql.ref(pk[0]!)} = chain.next
-            where chain.depth < ${chain.depth}
+            select ${selectFrom('t')}, c.${sql.ref(DEPTH)} + 1
+            from chain c join ${sql.table(table)} t on t.${sql.ref(pk[0]!)} = c.${sql.ref(chain.column)}
+            where c.${sql.ref(DEPTH)} < ${chain.depth}
           )
-          select ${select}, reached.depth as ${sql.ref(DEPTH)} from ${sql.table(table)}
-          join (select key, min(depth) as depth from chain group by key) reached
-            on ${sql.ref(pk[0]!)} = reached.key`
+          select distinct on (${sql.ref(pk[0]!)}) * from chain
+          order by ${sql.ref(pk[0]!)}, ${sql.ref(DEPTH)}`
           : sql<Row>`
           select ${select} from ${sql.table(table)}
           where (${cols}) in (select * from unnest(${unnest}))`
