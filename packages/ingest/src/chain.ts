@@ -15,14 +15,16 @@ const outOfSync = counter(
 
 /**
  * The repos of the batch whose events break their chain, given the rev indexed for each (absent:
- * never indexed), and each repo's rev as the batch leaves it (for the batch after it).
+ * never indexed), each repo's rev as the batch leaves it (for the batch after it), and the
+ * commits that follow a known rev exactly (`chained`: what they change starts from the index).
  */
 export function brokenChains(
   batch: IngestEvent[],
   indexed: Map<string, string | null>,
-): { repos: Set<string>; revs: Map<string, string> } {
+): { repos: Set<string>; revs: Map<string, string>; chained: Set<IngestEvent> } {
   const revs = new Map<string, string>()
   const repos = new Set<string>()
+  const chained = new Set<IngestEvent>()
   for (const evt of batch) {
     if (evt.type !== 'commit' && evt.type !== 'sync') continue
     const last = revs.get(evt.did) ?? indexed.get(evt.did) ?? undefined
@@ -33,10 +35,14 @@ export function brokenChains(
       outOfSync.inc({ reason: 'sync' })
     } else {
       // Jetstream's events carry no since: nothing to check.
-      if (evt.since === undefined || evt.since === last) continue
+      if (evt.since === undefined) continue
+      if (evt.since === last) {
+        chained.add(evt)
+        continue
+      }
       outOfSync.inc({ reason: 'since' })
     }
     repos.add(evt.did)
   }
-  return { repos, revs }
+  return { repos, revs, chained }
 }

@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { needsHandleReindex } from './actors.ts'
 import type { Prepared } from './batch/steps.ts'
+import { absentCreates } from './absent-creates.ts'
 import { brokenChains } from './chain.ts'
 import type { IngestEvent } from './events.ts'
 import type { WriterDeps } from './deps.ts'
@@ -95,31 +96,42 @@ export async function prepareBatch(
   }
   const claimed = new Map<string, string>()
   for (const { did, handle } of handles.values()) if (handle !== null) claimed.set(handle, did)
-  const { repos: outOfSync, revs } = brokenChains(batch, await indexedRevs(db, batch, below))
-  return { handles, deletions, actors: final.snapshot(), claimed, revs, outOfSync }
+  const indexed = await indexedRevs(db, batch, below)
+  const { repos: outOfSync, revs, chained } = brokenChains(batch, indexed.revs)
+  const untrusted = new Set([...outOfSync, ...indexed.failed])
+  const absent = absentCreates(batch, chained, untrusted)
+  return { handles, deletions, actors: final.snapshot(), claimed, revs, outOfSync, absent }
 }
 
-/** The rev indexed for each repo with a commit or #sync in the batch (or left by `below`). */
+/**
+ * The rev indexed for each repo with a commit or #sync in the batch (or left by `below`), and
+ * which of them failed their last fetch.
+ */
 async function indexedRevs(
   db: Db,
   batch: IngestEvent[],
   below?: Pick<Prepared, 'revs'>,
-): Promise<Map<string, string | null>> {
+): Promise<{ revs: Map<string, string | null>; failed: Set<string> }> {
   const chained = (e: IngestEvent) => e.type === 'sync' || (e.type === 'commit' && !!e.since)
   const dids = [...new Set(batch.filter(chained).map((e) => e.did))]
   const revs = new Map<string, string | null>()
-  if (!dids.length) return revs
+  const failed = new Set<string>()
+  if (!dids.length) return { revs, failed }
   const rows = await db
     .selectFrom('actor_sync')
-    .select(['did', 'repoRev'])
-    .where('did', 'in', dids)
+    .leftJoin('openplane_repo', 'openplane_repo.did', 'actor_sync.did')
+    .select(['actor_sync.did', 'actor_sync.repoRev', 'openplane_repo.state'])
+    .where('actor_sync.did', 'in', dids)
     .execute()
-  for (const r of rows) revs.set(r.did, r.repoRev)
+  for (const r of rows) {
+    revs.set(r.did, r.repoRev)
+    if (r.state === 'failed') failed.add(r.did)
+  }
   for (const did of dids) {
     const after = below?.revs.get(did)
     if (after !== undefined) revs.set(did, after)
   }
-  return revs
+  return { revs, failed }
 }
 
 /**

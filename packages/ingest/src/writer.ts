@@ -326,10 +326,17 @@ export class Writer {
     if ('err' in outcome) {
       // This batch will not commit as planned: what was planned on it must not be used.
       if (next) next.valid = false
-      // The database refused something in the batch: redo it, isolating the events at fault.
+      // The database refused something in the batch: redo it, isolating the events at fault,
+      // and reading every row the batch touches: a create taken for new (absent-creates.ts) may
+      // have met a row its repo's chain said could not be there.
       const { err } = outcome
       log.warn({ err, source, from: batch[0]!.seq, to: cursor }, 'batch failed, isolating events')
-      outcome = await this.attempts.run({ ...attempt, planned: undefined, isolate: true })
+      outcome = await this.attempts.run({
+        ...attempt,
+        prepared: { ...prepared, absent: new Set() },
+        planned: undefined,
+        isolate: true,
+      })
       if ('err' in outcome) throw outcome.err
     }
     this.deliver(source, cursor, outcome)

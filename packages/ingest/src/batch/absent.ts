@@ -6,7 +6,7 @@
 // asked costs the step a second planning pass and the database an index probe.
 import { BY_CREATOR as DELETED_BY_CREATOR, EMBEDS } from '../actors.ts'
 import { opUri } from '../checks.ts'
-import type { IngestEvent } from '../events.ts'
+import type { CommitOp, IngestEvent } from '../events.ts'
 
 /**
  * Tables of a record's own rows, by `uri` and `creator`: an account deletion removes them all
@@ -70,18 +70,23 @@ export class Absent {
 }
 
 /**
- * What the backfill's marks on events [from, to) of `batch` make known absent before the range:
- * the URIs their marked ops create, and the creators whose first write they are, unless an
- * earlier range of the batch wrote something of that repo already.
+ * What is known absent before events [from, to) of `batch`: the URIs created by ops a backfill
+ * marked or `creates` names (absent-creates.ts), and the creators whose first write the backfill
+ * marked, unless an earlier range of the batch wrote something of that repo already.
  */
-export function absentBefore(batch: IngestEvent[], from: number, to: number): Absent | undefined {
+export function absentBefore(
+  batch: IngestEvent[],
+  from: number,
+  to: number,
+  creates?: ReadonlySet<CommitOp>,
+): Absent | undefined {
   let uris: Set<string> | undefined
   let creators: Set<string> | undefined
   for (let i = from; i < to; i++) {
     const evt = batch[i]!
     if (evt.type !== 'commit') continue
     for (const op of evt.ops) {
-      if (op.unseen && op.action === 'create') {
+      if ((op.unseen || creates?.has(op)) && op.action === 'create') {
         ;(uris ??= new Set()).add(opUri(evt.did, op))
       }
     }

@@ -164,7 +164,7 @@ export async function planRange(
   below?: BatchState,
 ): Promise<Planned> {
   const started = performance.now()
-  const absent = absentBefore(batch, from, to)
+  const absent = absentBefore(batch, from, to, prepared.absent)
   const state = new BatchState(db, schema, below, absent)
   const plan = new Plan(state)
   const steps = stepsFor(batch, from, to, prepared)

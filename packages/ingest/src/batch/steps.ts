@@ -39,6 +39,8 @@ export interface Prepared {
   revs: Map<string, string>
   /** Repos whose events show them out of sync with the index (chain.ts): to fetch again. */
   outOfSync: Set<string>
+  /** Creates whose rows are known absent before the batch (absent-creates.ts). */
+  absent: ReadonlySet<CommitOp>
 }
 
 type Commit = Extract<IngestEvent, { type: 'commit' }>
