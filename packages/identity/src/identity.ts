@@ -1,8 +1,8 @@
 // DID and handle resolution: PLC / did:web for documents, DNS then HTTPS well-known for handles,
 // both cached. A handle counts only if it resolves back to the DID (bidirectional check).
-import http from 'node:http'
-import { IdResolver, getDid, getHandle, type DidDocument } from '@atproto/identity'
+import { DidPlcResolver, IdResolver, getDid, getHandle, type DidDocument } from '@atproto/identity'
 import { BoundedDidCache } from './did-cache.ts'
+import { KeptClient } from './kept-client.ts'
 
 export interface IdentityOptions {
   plcUrl: string
@@ -16,6 +16,8 @@ export interface IdentityOptions {
   handleTtlMs?: number
   /** DID documents, and handles, kept in memory at most (each; default 50,000). */
   cacheSize?: number
+  /** Connections to the PLC directory at most (default 32); further lookups wait for one. */
+  plcConnections?: number
 }
 
 export interface ResolvedIdentity {
@@ -44,9 +46,10 @@ const INVALID = 'handle.invalid'
 const CACHE_SIZE = 50_000
 
 export function createIdentity(opts: IdentityOptions): Identity {
+  const timeout = opts.timeoutMs ?? 3000
   const resolver = new IdResolver({
     plcUrl: opts.plcUrl,
-    timeout: opts.timeoutMs ?? 3000,
+    timeout,
     didCache: new BoundedDidCache({
       max: opts.cacheSize ?? CACHE_SIZE,
       staleMs: opts.didStaleMs ?? 60 * 60_000,
@@ -54,13 +57,21 @@ export function createIdentity(opts: IdentityOptions): Identity {
     }),
     ...(opts.allowPrivateNetwork ? { fetch: globalThis.fetch } : {}),
   })
+  // The directory is the operator's choice: its documents come over kept connections
+  // (kept-client.ts); did:web hosts and handles, named by the network, keep the guarded fetch.
+  const plc = new KeptClient({ sockets: opts.plcConnections ?? 32 })
+  resolver.did.methods.set(
+    'plc',
+    new DidPlcResolver(opts.plcUrl, timeout, undefined, plc.asFetch()),
+  )
+  const testHosts = opts.testHandles ? new KeptClient() : undefined
   const handleTtl = opts.handleTtlMs ?? 10 * 60_000
   const handles = new Map<string, { did: string | undefined; at: number }>()
 
   const resolveHandleUncached = async (handle: string): Promise<string | undefined> => {
     const test = opts.testHandles
-    if (test && test.suffixes.some((s) => handle.endsWith(s))) {
-      return wellKnownViaHost(test.pdsUrl, handle, opts.timeoutMs ?? 3000)
+    if (test && testHosts && test.suffixes.some((s) => handle.endsWith(s))) {
+      return wellKnownViaHost(testHosts, test.pdsUrl, handle, timeout)
     }
     return resolver.handle.resolve(handle)
   }
@@ -98,19 +109,21 @@ export function createIdentity(opts: IdentityOptions): Identity {
 }
 
 // Test networks serve every handle from one PDS, selected by the Host header, as dev-env does.
-function wellKnownViaHost(pdsUrl: string, handle: string, timeoutMs: number) {
+async function wellKnownViaHost(
+  client: KeptClient,
+  pdsUrl: string,
+  handle: string,
+  timeoutMs: number,
+): Promise<string | undefined> {
   const url = new URL('/.well-known/atproto-did', pdsUrl)
-  return new Promise<string | undefined>((resolve) => {
-    const req = http.get(url, { headers: { host: handle }, timeout: timeoutMs }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (d: string) => (body += d))
-      res.on('end', () => {
-        const did = body.trim()
-        resolve(res.statusCode === 200 && did.startsWith('did:') ? did : undefined)
-      })
+  try {
+    const res = await client.get(url, {
+      headers: { host: handle },
+      signal: AbortSignal.timeout(timeoutMs),
     })
-    req.on('timeout', () => req.destroy())
-    req.on('error', () => resolve(undefined))
-  })
+    const did = res.body.toString('utf8').trim()
+    return res.status === 200 && did.startsWith('did:') ? did : undefined
+  } catch {
+    return undefined
+  }
 }
