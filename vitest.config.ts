@@ -9,7 +9,10 @@ export default defineConfig({
     pool: 'forks',
     projects: [
       // Pure code tested beside it, in milliseconds: `pnpm test:unit`, run first by CI.
-      { extends: true, test: { name: 'unit', include: ['packages/*/src/**/*.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'scripts/**/*.test.ts'] },
+      },
       // Real Postgres, Redis, PDS and the stock AppView: the differential suites.
       { extends: true, test: { name: 'suite', include: ['tests/**/*.test.ts'] } },
     ],
