@@ -22,7 +22,8 @@ const ref = (uri = URI) => refAt(uri, CID, INDEXED)
 /** The row as stored: the generated sortAt added. */
 const stored = (rec = record(), uri = URI) => {
   const row = like.toRow(new MemoryReader(), ref(uri), rec)!
-  return { ...row, sortAt: row.createdAt < INDEXED ? row.createdAt : INDEXED }
+  const sortAt = row.createdAt < INDEXED ? row.createdAt : INDEXED
+  return { ...row, via: row.via ?? null, viaCid: row.viaCid ?? null, sortAt }
 }
 
 describe('app.bsky.feed.like', () => {
