@@ -5,9 +5,14 @@
 import { RoaringBitmap32, type Graph } from '@openplane/graph'
 import type { Change, FeedItemValues } from '@openplane/ingest'
 import { childLogger } from '@openplane/telemetry'
-import { itemFromFeedRow, lossyKeep, TimelineStoreUnavailable } from '@openplane/timelines'
+import {
+  itemFromFeedRow,
+  lossyKeep,
+  TimelineStoreUnavailable,
+  type TimelineStore,
+} from '@openplane/timelines'
+import type { Celebrities } from './celebrities.ts'
 import type { GraphFeedWriter, GraphOp } from './graph-feed.ts'
-import type { HomeTimelines, StaleLists } from './home.ts'
 import {
   fanoutItems,
   fanoutQueue,
@@ -16,7 +21,10 @@ import {
   graphEdges,
   lossyDropped,
 } from './metrics.ts'
+import type { ReaderActivity } from './reader-activity.ts'
+import type { Refills } from './refills.ts'
 import type { FeedSource } from './source.ts'
+import type { StaleLists, StoreHealth } from './store-health.ts'
 
 const log = childLogger('fanout')
 
@@ -31,9 +39,22 @@ export interface FanOutOptions {
 
 type FollowRow = Extract<Change, { table: 'follow' }>['row']
 
+/**
+ * What fan-out keeps current beside the graph: the store's lists, who is a celebrity (merged at
+ * read time instead), which readers are active, the lists being built, and the store's health
+ * (a failed write drops what it touched). HomeTimelines holds them.
+ */
+export interface FanOutTargets {
+  store: TimelineStore
+  celebrities: Celebrities
+  activity: ReaderActivity
+  refills: Refills
+  health: StoreHealth
+}
+
 export class FanOut {
   readonly #graph: Graph
-  readonly #home: HomeTimelines | undefined
+  readonly #to: FanOutTargets | undefined
   readonly #source: FeedSource
   readonly #opts: Required<Omit<FanOutOptions, 'feed'>>
   readonly #feed: GraphFeedWriter | undefined
@@ -44,15 +65,21 @@ export class FanOut {
   /** The last committed position applied, per firehose source. */
   readonly applied = new Map<string, number>()
 
-  /** Without `home`, only the graph is kept (no timeline store configured). */
+  /** Without `timelines`, only the graph is kept (no timeline store configured). */
   constructor(
     graph: Graph,
-    home: HomeTimelines | undefined,
+    timelines: FanOutTargets | undefined,
     source: FeedSource,
     opts: FanOutOptions,
   ) {
     this.#graph = graph
-    this.#home = home
+    this.#to = timelines && {
+      store: timelines.store,
+      celebrities: timelines.celebrities,
+      activity: timelines.activity,
+      refills: timelines.refills,
+      health: timelines.health,
+    }
     this.#source = source
     const { feed, ...rest } = opts
     this.#opts = { random: Math.random, ...rest }
@@ -87,7 +114,7 @@ export class FanOut {
     if (!changes.length) return
     const end = fanoutSeconds.startTimer()
     // Readers whose rebuild started (in any server) before this batch get its writes.
-    await this.#home?.syncActive()
+    await this.#to?.activity.sync()
     this.#ops = []
     for (let i = 0; i < changes.length; i++) {
       const c = changes[i]!
@@ -124,19 +151,19 @@ export class FanOut {
       this.#graph.addFollows(rows.map((r) => [r.creator, r.subjectDid])),
     )
     for (const r of rows) this.#op('+', r.creator, r.subjectDid)
-    const home = this.#home
+    const to = this.#to
     for (const { creator, subjectDid } of rows) {
-      const change = home?.celebrities.update(subjectDid)
-      if (!home) continue
+      const change = to?.celebrities.update(subjectDid)
+      if (!to) continue
       const spread = change === 'left' ? this.#readers(subjectDid, false) : []
       await this.#write(
         async () => {
           if (change === 'left') await this.#spreadFormerCelebrity(subjectDid, spread)
           // A celebrity's items are merged at read time; anyone else's existing items join the
           // new follower's timeline now, as the stock's fan-in query would show them.
-          if (home.celebrities.has(subjectDid) || !(await home.hasTimeline(creator))) return
-          const rows = await this.#source.byAuthor(subjectDid, home.store.targetLength)
-          await home.store.insert(creator, rows.map(itemFromFeedRow))
+          if (to.celebrities.has(subjectDid) || !(await to.refills.hasTimeline(creator))) return
+          const rows = await this.#source.byAuthor(subjectDid, to.store.targetLength)
+          await to.store.insert(creator, rows.map(itemFromFeedRow))
         },
         { readers: [creator, ...spread], authors: [] },
       )
@@ -146,13 +173,13 @@ export class FanOut {
   async #unfollow(row: FollowRow): Promise<void> {
     this.#graph.removeFollow(row.creator, row.subjectDid)
     this.#op('-', row.creator, row.subjectDid)
-    const home = this.#home
-    if (!home) return
-    const change = home.celebrities.update(row.subjectDid)
+    const to = this.#to
+    if (!to) return
+    const change = to.celebrities.update(row.subjectDid)
     const spread = change === 'left' ? this.#readers(row.subjectDid, false) : []
     await this.#write(
       async () => {
-        await home.store.removeOriginator([row.creator], row.subjectDid)
+        await to.store.removeOriginator([row.creator], row.subjectDid)
         if (change === 'left') await this.#spreadFormerCelebrity(row.subjectDid, spread)
       },
       { readers: [row.creator, ...spread], authors: [] },
@@ -160,38 +187,38 @@ export class FanOut {
   }
 
   async #post(row: FeedItemValues): Promise<void> {
-    const home = this.#home
-    if (!home) return
+    const to = this.#to
+    if (!to) return
     const item = itemFromFeedRow(row)
     const author = row.originatorDid
     // Drawn once: the lossy rule is random, and a failed write must drop the lists it wrote to.
-    const readers = home.celebrities.has(author) ? [] : this.#readers(author, true)
+    const readers = to.celebrities.has(author) ? [] : this.#readers(author, true)
     await this.#write(
       async () => {
         // Every author's list takes the item if materialised: own items, celebrity merges.
-        await home.store.pushAuthorRecent(author, item)
-        if (home.celebrities.has(author)) {
+        await to.store.pushAuthorRecent(author, item)
+        if (to.celebrities.has(author)) {
           fanoutItems.inc({ route: 'celebrity' })
           return
         }
         fanoutItems.inc({ route: 'followers' })
-        fanoutWrites.inc(await home.store.fanOut(readers, item))
+        fanoutWrites.inc(await to.store.fanOut(readers, item))
       },
       { readers, authors: [author] },
     )
   }
 
   async #remove(row: FeedItemValues): Promise<void> {
-    const home = this.#home
-    if (!home) return
+    const to = this.#to
+    if (!to) return
     const item = itemFromFeedRow(row)
     const author = row.originatorDid
     // Followers are asked even for a celebrity: the item may predate its celebrity.
     const readers = this.#readers(author, false)
     await this.#write(
       async () => {
-        await home.store.removeAuthorRecent(author, item)
-        await home.store.remove(readers, item)
+        await to.store.removeAuthorRecent(author, item)
+        await to.store.remove(readers, item)
       },
       { readers, authors: [author] },
     )
@@ -208,9 +235,9 @@ export class FanOut {
 
   /** An author fell below the threshold: its recent items now live in followers' timelines. */
   async #spreadFormerCelebrity(author: string, readers: string[]): Promise<void> {
-    const home = this.#home!
-    const rows = await this.#source.byAuthor(author, home.store.targetLength)
-    for (const row of rows) await home.store.fanOut(readers, itemFromFeedRow(row))
+    const to = this.#to!
+    const rows = await this.#source.byAuthor(author, to.store.targetLength)
+    for (const row of rows) await to.store.fanOut(readers, itemFromFeedRow(row))
   }
 
   /**
@@ -219,7 +246,7 @@ export class FanOut {
    */
   #readers(author: string, lossy: boolean): string[] {
     const graph = this.#graph
-    const active = RoaringBitmap32.and(graph.followers(author), this.#home!.active)
+    const active = RoaringBitmap32.and(graph.followers(author), this.#to!.activity.active)
     const ids = active.toUint32Array()
     active.clear()
     const limit = this.#opts.lossyFollowLimit
@@ -245,7 +272,7 @@ export class FanOut {
       const lost =
         err instanceof TimelineStoreUnavailable ? err : new TimelineStoreUnavailable('fanout', err)
       if (!(err instanceof TimelineStoreUnavailable)) log.error({ err }, 'fan-out step failed')
-      await this.#home!.dropStale(touched, lost)
+      await this.#to!.health.dropStale(touched, lost)
     }
   }
 }

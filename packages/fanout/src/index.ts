@@ -1,7 +1,7 @@
 // @openplane/fanout: the graph and fan-out timelines kept current from the indexer's committed
 // changes, and home timelines answered from them (Postgres when they cannot answer exactly).
 export { Celebrities } from './celebrities.ts'
-export { FanOut, type FanOutOptions } from './fanout.ts'
+export { FanOut, type FanOutOptions, type FanOutTargets } from './fanout.ts'
 export { openGraph, snapshotGraph } from './graph-start.ts'
 export {
   GraphFeedReader,
