@@ -15,6 +15,7 @@ export {
   postSearchIndexState,
   type IndexState,
 } from './search-index.ts'
+export { canCopy, copyRows, copyText } from './copy.ts'
 export { PLAN_PER_CALL } from './prepared.ts'
 export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 export type * from './schema.ts'

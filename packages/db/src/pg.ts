@@ -1,6 +1,7 @@
 // A Db over a pg Pool.
 import { CompiledQuery, Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
+import { installCopy } from './copy.ts'
 import { assertSchemaName, parseInt8, searchPathSql, type Db } from './db.ts'
 import { PreparedStatements, preparingPool } from './prepared.ts'
 import type { DatabaseSchema } from './schema.ts'
@@ -59,7 +60,11 @@ export function createPgDb(opts: PgDbOptions): Db {
   // A checked-out client has no error listener (the pool's is only on idle ones), so a connection
   // lost mid-query, even mid-COMMIT, would crash the process. The query in flight fails with the
   // error and the pool drops the broken client when it is released, so nothing more is needed.
-  pool.on('connect', (client) => client.on('error', () => {}))
+  pool.on('connect', (client) => {
+    client.on('error', () => {})
+    // Statements made by copyRows run as COPY on this connection (copy.ts).
+    installCopy(client)
+  })
   const db = new Kysely<DatabaseSchema>({
     dialect: new PostgresDialect({
       pool: opts.preparedStatements

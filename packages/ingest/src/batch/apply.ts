@@ -9,7 +9,7 @@
 // re-insert would leave them. Only a row that moves within a unique key that cannot step aside
 // through null is deleted and inserted again.
 import { sql, type Kysely, type RawBuilder } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { copyRows, type DatabaseSchema } from '@openplane/db'
 import type { SchemaInfo, TableInfo } from './schema.ts'
 import { sameValue, type Row, type TableWrites, type Writes } from './state.ts'
 
@@ -78,11 +78,17 @@ export async function applyWrites(db: Db, writes: Writes, schema: SchemaInfo): P
         .sort()
     for (const rows of groupBy(p.inserted, (r) => shapeOf(r).join(','))) {
       const columns = shapeOf(rows[0]!)
+      statements++
+      // Every planned insert finds its slots free, so the rows can go as they are: COPY's text
+      // costs Postgres about two thirds of what the same rows cost as unnested arrays.
+      if (schema.copy) {
+        await copyRows(db, table, columns, rows)
+        continue
+      }
       await sql`
         insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))})
         select * from unnest(${sql.join(columns.map((c) => arrayOf(info, rows, c)))})
       `.execute(db)
-      statements++
     }
   }
   return statements

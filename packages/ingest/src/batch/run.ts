@@ -4,7 +4,7 @@
 // savepoint and a range the database refuses is halved until the events at fault stand alone, to
 // be skipped.
 import { sql, type Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { copyRows, type DatabaseSchema } from '@openplane/db'
 import { pluginFor, type NotificationRow } from '@openplane/plugins'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
@@ -52,6 +52,16 @@ export interface Outcome {
 }
 
 const NOTIFICATIONS_PER_INSERT = 1000
+/** A notification row's columns; its id is the table's own. */
+const NOTIFICATION_COLUMNS = [
+  'did',
+  'author',
+  'recordUri',
+  'recordCid',
+  'reason',
+  'reasonSubject',
+  'sortAt',
+] as const
 
 export class BatchRun {
   private savepoints = 0
@@ -197,7 +207,7 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   const counters = new CounterBuffer()
   counters.add(plan.counters)
   sent += await counters.flush(tx)
-  sent += await writeNotifications(tx, notifications)
+  sent += await writeNotifications(tx, notifications, schema.copy ?? false)
   const seen = new Map(plan.seen.map((s) => [s.did, { commit: s.commit, rev: s.rev }]))
   if (seen.size) sent++
   await setCommitsLastSeen(tx, seen)
@@ -215,11 +225,16 @@ function merge(out: Outcome, got: Outcome): void {
 async function writeNotifications(
   tx: Db,
   { drop, add }: { drop: string[]; add: NotificationRow[] },
+  copy: boolean,
 ): Promise<number> {
   let sent = 0
   if (drop.length) {
     await sql`delete from notification where "recordUri" = any(${drop}::text[])`.execute(tx)
     sent++
+  }
+  if (copy && add.length) {
+    await copyRows(tx, 'notification', NOTIFICATION_COLUMNS, add)
+    return sent + 1
   }
   for (let i = 0; i < add.length; i += NOTIFICATIONS_PER_INSERT) {
     await tx

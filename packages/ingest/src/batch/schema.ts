@@ -4,7 +4,7 @@
 // would), and the generated sort columns (least(createdAt, indexedAt)), which the plan computes
 // itself so that later reads of a planned row see them.
 import { sql, type Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { canCopy, type DatabaseSchema } from '@openplane/db'
 
 export interface TableInfo {
   columns: string[]
@@ -20,7 +20,10 @@ export interface TableInfo {
   nullable: Set<string>
 }
 
-export type SchemaInfo = Map<string, TableInfo>
+export interface SchemaInfo extends Map<string, TableInfo> {
+  /** Whether rows can be written with COPY on these connections (@openplane/db copy.ts). */
+  copy?: boolean
+}
 
 export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<SchemaInfo> {
   const { rows: columns } = await sql<{
@@ -49,6 +52,7 @@ export async function loadSchemaInfo(db: Kysely<DatabaseSchema>): Promise<Schema
       and i.indisunique and i.indpred is null and i.indexprs is null
   `.execute(db)
   const out: SchemaInfo = new Map()
+  out.copy = await canCopy(db)
   const info = (table: string): TableInfo => {
     let t = out.get(table)
     if (!t) {
