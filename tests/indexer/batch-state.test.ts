@@ -251,4 +251,19 @@ describe('batch state', () => {
     expect(passes).toBe(2)
     expect(state.queries).toBe(1)
   })
+
+  it('loads a post read alone without the thread above it', async () => {
+    // p21..p23 stored by the test above: p23 replies to p22, which replies to p21.
+    const state = new BatchState(db.db, info)
+    let got: string | undefined
+    await plan(state, () => {
+      got = state.alone('post', post(23))?.replyParent as string | undefined
+    })
+    expect(got).toBe(post(22))
+    expect(state.queries).toBe(1)
+    // Its parent was not loaded with it: reading it now is a miss.
+    const misses = state.missCount
+    expect(state.first('post', { uri: post(22) })).toBeUndefined()
+    expect(state.missCount).toBe(misses + 1)
+  })
 })

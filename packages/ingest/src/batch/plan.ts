@@ -101,7 +101,8 @@ export class Plan {
   private muted(n: NotificationRow): boolean {
     const subject = n.reasonSubject
     if (!subject || subject.startsWith('did:')) return false
-    const post = this.state.first('post', { uri: subject })
+    // The post's own row is all it takes: its thread above is not loaded for this.
+    const post = this.state.alone('post', subject)
     if (!post) return false
     const rootUri = (post.replyRoot as string | null) ?? (post.uri as string)
     return this.state.has('thread_mute', { rootUri, mutedByDid: n.did })

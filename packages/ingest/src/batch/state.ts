@@ -56,6 +56,8 @@ interface ShapeIndex {
 interface Lookup {
   table: string
   columns: string[]
+  /** A primary-key read that never walks up: loaded without the chain above (CHAINS). */
+  alone?: boolean
 }
 
 /** One overlay change, to undo it. */
@@ -170,7 +172,7 @@ export class BatchState {
   }
 
   /** The row with this primary key now, if any (a miss if not known yet). */
-  private byKey(table: string, pk: readonly string[], pkValues: Value[]): Row[] {
+  private byKey(table: string, pk: readonly string[], pkValues: Value[], alone = false): Row[] {
     const key = keyOf(pkValues)
     const changed = this.overlay.get(table)
     const under = this.below?.overlay.get(table)
@@ -182,7 +184,7 @@ export class BatchState {
     const known = this.base.get(table)
     if (!known?.has(key)) {
       if (!this.knownAbsent(table, pk, pkValues, key)) {
-        return this.miss({ table, columns: [...pk] }, pkValues)
+        return this.miss({ table, columns: [...pk], ...(alone && { alone }) }, pkValues)
       }
       return []
     }
@@ -192,6 +194,14 @@ export class BatchState {
 
   first(table: string, where: Where): Row | undefined {
     return this.rows(table, where)[0]
+  }
+
+  /**
+   * The row with this one-column primary key now, for a reader that never walks up from it: if
+   * it must be loaded, the rows above it (CHAINS) are not loaded with it.
+   */
+  alone(table: string, key: Value): Row | undefined {
+    return this.byKey(table, this.table(table).primary, [key], true)[0]
   }
 
   has(table: string, key: Where): boolean {
@@ -275,7 +285,7 @@ export class BatchState {
     const pending = [...this.misses.values()]
     this.misses = new Map()
     const reads = pending.map(({ lookup, values }) => {
-      const { table, columns } = lookup
+      const { table, columns, alone } = lookup
       const t = this.table(table)
       const tuples = [...values.values()]
       const pk = t.primary
@@ -290,7 +300,7 @@ export class BatchState {
           t.json.has(c) ? sql`${sql.ref(c)}::text as ${sql.ref(c)}` : sql.ref(c),
         ),
       )
-      const chain = CHAINS[table]
+      const chain = alone ? undefined : CHAINS[table]
       const byPk = columns.length === pk.length && pk.every((c, i) => columns[i] === c)
       // A chain load carries whole rows through the recursion, each level one probe of the
       // primary key per row: joining the reached keys back to the table afterwards lets the
@@ -503,7 +513,7 @@ export class BatchState {
 
   private miss(lookup: Lookup, values: unknown[]): Row[] {
     this.missCount++
-    const shape = `${lookup.table}${SEP}${lookup.columns.join(',')}`
+    const shape = `${lookup.table}${SEP}${lookup.columns.join(',')}${lookup.alone ? `${SEP}alone` : ''}`
     let m = this.misses.get(shape)
     if (!m) this.misses.set(shape, (m = { lookup, values: new Map() }))
     m.values.set(keyOf(values), values)
