@@ -4,9 +4,12 @@
 // what falls out of the retained window.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from './schema.ts'
+import { copyRows } from './copy.ts'
 import { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 
 type Db = Kysely<DatabaseSchema>
+
+const COLUMNS = ['time_us', 'did', 'collection', 'message'] as const
 
 export interface PublishedEvent {
   timeUs: number
@@ -17,9 +20,26 @@ export interface PublishedEvent {
   message: string
 }
 
-/** Appends messages (cursors increasing, above every one stored) in one statement. */
-export async function appendPublished(tx: Db, events: PublishedEvent[]): Promise<void> {
+/**
+ * Appends messages (cursors increasing, above every one stored) in one statement; as COPY where
+ * the connection can (copy.ts).
+ */
+export async function appendPublished(
+  tx: Db,
+  events: PublishedEvent[],
+  copy = false,
+): Promise<void> {
   if (!events.length) return
+  if (copy) {
+    const rows = events.map((e) => ({
+      time_us: e.timeUs,
+      did: e.did,
+      collection: e.collection,
+      message: e.message,
+    }))
+    await copyRows(tx, 'openplane_published_event', COLUMNS, rows)
+    return
+  }
   await sql`
     insert into openplane_published_event (time_us, did, collection, message)
     select * from unnest(

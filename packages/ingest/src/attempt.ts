@@ -90,7 +90,10 @@ export class Attempts {
         } else {
           await new BatchRun(tx, a.schema, a.batch, a.prepared).all(a.isolate ?? false, outcome)
         }
-        const counted = await this.publisher?.write(tx, outcome.applied, a.fetched)
+        const counted = await this.publisher?.write(tx, outcome.applied, {
+          ...(a.fetched && { fetched: a.fetched }),
+          copy: a.schema.copy ?? false,
+        })
         if (counted) outcome.pending.push(counted)
         // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went
         // through.

@@ -81,14 +81,15 @@ export class Publisher {
   async write(
     tx: Kysely<DatabaseSchema>,
     applied: Applied[],
-    fetched?: ReadonlySet<IngestEvent>,
+    opts: { fetched?: ReadonlySet<IngestEvent>; copy?: boolean } = {},
   ): Promise<(() => void) | undefined> {
+    const { fetched } = opts
     const items = fetched?.size ? applied.filter((a) => !fetched.has(a.evt)) : applied
     if (!items.length) return undefined
     this.last ??= (await publishedRange(tx))?.last ?? 0
     let t = Math.max(Date.now() * 1000, this.last + 1)
     const rows = items.map((a) => messageOf(a, t++))
-    await appendPublished(tx, rows)
+    await appendPublished(tx, rows, opts.copy ?? false)
     // Kept even if the transaction rolls back: cursors must only increase, not be dense.
     this.last = t - 1
     return () => {
