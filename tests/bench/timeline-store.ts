@@ -81,7 +81,9 @@ async function bytesPerEntry(node: RedisNode, label: string): Promise<void> {
     const readers = Array.from({ length: READERS }, did)
     const before = await usedMemory(node)
     await inBatches(readers, (r) =>
-      store.materialise(r, pool.filter(() => rand() < 0.25).slice(0, ITEMS), { complete: true }),
+      store.materialise('timeline', r, pool.filter(() => rand() < 0.25).slice(0, ITEMS), {
+        complete: true,
+      }),
     )
     const stats = await store.memoryStats(readers)
     const delta = (await usedMemory(node)) - before
@@ -111,7 +113,7 @@ async function fanOut(store: TimelineStore, label: string, share = 1, prefill = 
   const warm = readers.filter((_, i) => i < FOLLOWERS * share)
   const items = Array.from({ length: prefill + 1 }, (_, i) => item(i))
   let t = performance.now()
-  await inBatches(warm, (r) => store.materialise(r, items, { complete: prefill === 0 }))
+  await inBatches(warm, (r) => store.materialise('timeline', r, items, { complete: prefill === 0 }))
   const materialiseMs = performance.now() - t
   const rates: number[] = []
   for (let p = 0; p < POSTS; p++) {

@@ -236,16 +236,21 @@ describe('two servers, one Redis: the indexer’s and one following the feed', (
     const [item, row] = await post('cz')
     await commit(item)
     // The other server starts a rebuild of ca and reads Postgres: the post is there.
-    const token = await reader.store.startRebuild(did('ca'))
+    const token = await reader.store.startRebuild('timeline', did('ca'))
     const rows = await source.followed(did('ca'), 100)
     expect(rows.map((r) => r.uri)).toEqual([row.uri])
     // The post is deleted and fanned out before the rebuild writes what it read.
     await db.db.deleteFrom('feed_item').where('uri', '=', row.uri).execute()
     await commit({ table: 'feed_item', op: 'delete', row })
-    const written = await reader.store.materialise(did('ca'), rows.map(itemFromFeedRow), {
-      complete: true,
-      token,
-    })
+    const written = await reader.store.materialise(
+      'timeline',
+      did('ca'),
+      rows.map(itemFromFeedRow),
+      {
+        complete: true,
+        token,
+      },
+    )
     expect(written).toBe(false)
     // The next read rebuilds without it.
     const page = await reader.home.read(did('ca'), 10, undefined)

@@ -95,7 +95,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
   describe('order and ties', () => {
     it('orders by (sortAt, cid) descending, equal milliseconds broken by cid', async () => {
       const store = await make({ targetLength: 1000 })
-      await store.materialise(alice, [], { complete: true })
+      await store.materialise('timeline', alice, [], { complete: true })
       // 200 items over 8 distinct milliseconds: most share their millisecond with others.
       const items = Array.from({ length: 200 }, (_, i) => {
         const at = iso(T0 + Math.floor(rand() * 8))
@@ -124,7 +124,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         '2024-05-01T11:30:00.000+00:00',
       ]
       const items = sortAts.map((s) => post(bob, s))
-      await store.materialise(alice, items, { complete: true })
+      await store.materialise('timeline', alice, items, { complete: true })
       const page = await store.page(alice, { limit: 100 })
       expect(feedUris(page!.items)).toEqual(feedUris(stockPage(items, 100)))
       for (const limit of [1, 2, 3]) {
@@ -148,7 +148,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         cid,
         repost: `at://${carol}/app.bsky.feed.repost/3kaaaaaaaaaaa`,
       }
-      await store.materialise(alice, [a], { complete: true })
+      await store.materialise('timeline', alice, [a], { complete: true })
       expect(await store.fanOut([alice], b)).toBe(1)
       expect(await store.fanOut([alice], b)).toBe(0) // the same item twice is one entry
       const page = await store.page(alice, { limit: 10 })
@@ -159,7 +159,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
   describe('trimming', () => {
     it('keeps the newest targetLength items and knows where its knowledge ends', async () => {
       const store = await make({ targetLength: 5 })
-      await store.materialise(alice, [], { complete: true })
+      await store.materialise('timeline', alice, [], { complete: true })
       const items = Array.from({ length: 8 }, (_, i) => post(bob, iso(T0 + i * 1000)))
       for (const item of items) await store.fanOut([alice], item)
       const newest = stockPage(items, 5)
@@ -184,7 +184,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
 
     it('lets a long list grow by a sixteenth before trimming it back to targetLength', async () => {
       const store = await make({ targetLength: 32 })
-      await store.materialise(alice, [], { complete: true })
+      await store.materialise('timeline', alice, [], { complete: true })
       const items = Array.from({ length: 35 }, (_, i) => post(bob, iso(T0 + i)))
       for (const item of items.slice(0, 34)) await store.fanOut([alice], item)
       expect(await store.page(alice, { limit: 40 })).toEqual({
@@ -201,13 +201,13 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
     it('trims a rebuild to targetLength, and a bounded rebuild keeps its last row as the horizon', async () => {
       const store = await make({ targetLength: 3 })
       const items = Array.from({ length: 6 }, (_, i) => post(bob, iso(T0 + i)))
-      await store.materialise(alice, items, { complete: true })
+      await store.materialise('timeline', alice, items, { complete: true })
       expect(await store.page(alice, { limit: 4 })).toEqual({
         items: stockPage(items, 3),
         complete: false,
       })
       // Two rows of a LIMIT 2 read: one kept, the older one marks the horizon.
-      await store.materialise(bob, stockPage(items, 2), { complete: false })
+      await store.materialise('timeline', bob, stockPage(items, 2), { complete: false })
       expect(await store.page(bob, { limit: 1 })).toEqual({
         items: stockPage(items, 1),
         complete: true,
@@ -216,7 +216,9 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         items: stockPage(items, 1),
         complete: false,
       })
-      await expect(store.materialise(carol, [], { complete: false })).rejects.toThrow(RangeError)
+      await expect(store.materialise('timeline', carol, [], { complete: false })).rejects.toThrow(
+        RangeError,
+      )
     })
   })
 
@@ -225,7 +227,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       const store = await make()
       const readers = Array.from({ length: 30 }, (_, i) => did(`reader${i}`))
       const warm = readers.filter((_, i) => i % 3 === 0)
-      for (const r of warm) await store.materialise(r, [], { complete: true })
+      for (const r of warm) await store.materialise('timeline', r, [], { complete: true })
       const first = post(bob, iso(T0))
       expect(await store.fanOut(readers, first)).toBe(warm.length)
       expect(await store.page(readers[1]!, { limit: 10 })).toBeNull()
@@ -233,13 +235,13 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
 
       // A rebuild: start collecting, read "Postgres", a write lands meanwhile, materialise.
       const cold = readers[1]!
-      await store.startRebuild(cold)
+      await store.startRebuild('timeline', cold)
       expect(await store.isMaterialised(cold)).toBe(false)
       expect(await store.page(cold, { limit: 10 })).toBeNull()
       const during = post(bob, iso(T0 + 10))
       expect(await store.fanOut([cold], during)).toBe(1)
       const older = post(carol, iso(T0 - 10))
-      await store.materialise(cold, [first, older], { complete: true })
+      await store.materialise('timeline', cold, [first, older], { complete: true })
       expect(await store.isMaterialised(cold)).toBe(true)
       expect(await store.page(cold, { limit: 10 })).toEqual({
         items: [during, first, older],
@@ -247,7 +249,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       })
 
       // materialise on a ready timeline replaces it.
-      await store.materialise(cold, [older], { complete: true })
+      await store.materialise('timeline', cold, [older], { complete: true })
       expect((await store.page(cold, { limit: 10 }))!.items).toEqual([older])
 
       expect(await store.insert(cold, [first, during])).toBe(2)
@@ -266,7 +268,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       const rp = repost(carol, p1, iso(T0 + 3)) // carol reposts bob's p1
       const rb = repost(bob, p3, iso(T0 + 4)) // bob reposts carol's p3
       for (const r of [alice, carol]) {
-        await store.materialise(r, [p1, p2, p3, rp, rb], { complete: true })
+        await store.materialise('timeline', r, [p1, p2, p3, rp, rb], { complete: true })
       }
       // Deleting p1 removes the post's own item; the repost of it stays, as feed_item rows do.
       expect(await store.remove([alice, carol, did('nobody')], p1.uri)).toBe(2)
@@ -298,7 +300,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
           cid: randomCid(),
         },
       ]
-      await store.materialise(alice, odd, { complete: true })
+      await store.materialise('timeline', alice, odd, { complete: true })
       expect((await store.page(alice, { limit: 10 }))!.items).toEqual([...odd].reverse())
       expect(await store.removeOriginator([alice], 'did:web:example.com')).toBe(2)
     })
@@ -315,11 +317,11 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         complete: false,
         missing: [celeb],
       })
-      await store.materialiseAuthor(celeb, [item], { complete: true })
-      await store.startAuthorRebuild(other)
+      await store.materialise('author', celeb, [item], { complete: true })
+      await store.startRebuild('author', other)
       const early = post(other, iso(T0 + 3))
       expect(await store.pushAuthorRecent(other, early)).toBe(true)
-      await store.materialiseAuthor(other, [], { complete: true })
+      await store.materialise('author', other, [], { complete: true })
 
       const mine = Array.from({ length: 5 }, (_, i) => post(celeb, iso(T0 + 10 + i * 2)))
       const theirs = Array.from({ length: 3 }, (_, i) => post(other, iso(T0 + 11 + i * 2)))
@@ -398,14 +400,14 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
       const starred = Array.from({ length: 6 }, (_, i) => post(celeb, iso(T0 + 3 + i * 13)))
       const theirs = Array.from({ length: 2 }, (_, i) => post(other, iso(T0 + 7 + i * 31)))
       // A bounded rebuild of 7 rows keeps 6 and a horizon; celeb's list keeps its newest 4.
-      const token = await store.startRebuild(alice)
-      await store.materialise(alice, stockPage(followed, 7), { complete: false, token })
-      await store.materialiseAuthor(alice, mine, { complete: true })
-      await store.materialiseAuthor(celeb, starred, { complete: true })
+      const token = await store.startRebuild('timeline', alice)
+      await store.materialise('timeline', alice, stockPage(followed, 7), { complete: false, token })
+      await store.materialise('author', alice, mine, { complete: true })
+      await store.materialise('author', celeb, starred, { complete: true })
       // Own list present, one celebrity missing: reported, the others read.
       const partial = await same(alice, [celeb, other], { limit: 3 })
       expect(partial.celebrities?.missing).toEqual([other])
-      await store.materialiseAuthor(other, theirs, { complete: true })
+      await store.materialise('author', other, theirs, { complete: true })
       // A full timeline page: the celebrities read only down to its last item.
       const full = await same(alice, [celeb, other, celeb], { limit: 3 })
       expect(full.timeline).toEqual({ items: stockPage(followed, 3), complete: true })
@@ -430,9 +432,9 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         complete: false,
       })
       await same(alice, [], { limit: 4 })
-      await store.materialiseAuthor(carol, [], { complete: true })
-      const t2 = await store.startRebuild(carol)
-      await store.materialise(carol, [], { complete: true, token: t2 })
+      await store.materialise('author', carol, [], { complete: true })
+      const t2 = await store.startRebuild('timeline', carol)
+      await store.materialise('timeline', carol, [], { complete: true, token: t2 })
       expect(await same(carol, [other], { limit: 2 })).toEqual({
         timeline: { items: [], complete: true },
         own: { items: [], complete: true, missing: [] },
@@ -451,7 +453,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         [bob, now + 2000],
         [carol, now + 3000],
       ] as const) {
-        await store.materialise(r, [post(celeb, iso(T0))], { complete: true })
+        await store.materialise('timeline', r, [post(celeb, iso(T0))], { complete: true })
         await store.touch(r, at)
       }
       await store.touch(alice, now) // never moves backwards
@@ -475,27 +477,31 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
   describe('shared by many servers', () => {
     it('a rebuild holds its list: another start is refused until it ends or its lease runs out', async () => {
       const store = await make()
-      const token = await store.startRebuild(alice)
+      const token = await store.startRebuild('timeline', alice)
       expect(token).toBeTypeOf('string')
-      expect(await store.startRebuild(alice)).toBeUndefined()
+      expect(await store.startRebuild('timeline', alice)).toBeUndefined()
       expect(await store.hasList(alice)).toBe(true)
       expect(await store.isMaterialised(alice)).toBe(false)
       const x = post(bob, iso(T0))
-      expect(await store.materialise(alice, [x], { complete: true, token: 'another' })).toBe(false)
-      expect(await store.materialise(alice, [x], { complete: true, token })).toBe(true)
+      expect(
+        await store.materialise('timeline', alice, [x], { complete: true, token: 'another' }),
+      ).toBe(false)
+      expect(await store.materialise('timeline', alice, [x], { complete: true, token })).toBe(true)
       expect((await store.page(alice, { limit: 5 }))!.items).toEqual([x])
       // Ended: the next rebuild may start; one whose lease ran out loses its list to the next.
-      const short = await store.startRebuild(alice, 50)
+      const short = await store.startRebuild('timeline', alice, 50)
       expect(short).toBeTypeOf('string')
       await new Promise((r) => setTimeout(r, 120))
-      const next = await store.startRebuild(alice)
+      const next = await store.startRebuild('timeline', alice)
       expect(next).toBeTypeOf('string')
-      expect(await store.materialise(alice, [x], { complete: true, token: short })).toBe(false)
+      expect(
+        await store.materialise('timeline', alice, [x], { complete: true, token: short }),
+      ).toBe(false)
       expect(await store.page(alice, { limit: 5 })).toBeNull()
       // A failed rebuild gives its lease back.
-      await store.abandonRebuild(alice, next!)
+      await store.abandonRebuild('timeline', alice, next!)
       expect(await store.hasList(alice)).toBe(false)
-      expect(await store.startRebuild(alice)).toBeTypeOf('string')
+      expect(await store.startRebuild('timeline', alice)).toBeTypeOf('string')
     })
 
     it('a removal or an eviction reaching a list under rebuild cancels the rebuild', async () => {
@@ -508,10 +514,10 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         ['evict', (r) => store.evict([r])],
       ]
       for (const [what, cancel] of cancels) {
-        const token = await store.startRebuild(alice)
+        const token = await store.startRebuild('timeline', alice)
         expect(await store.fanOut([alice], post(carol, iso(T0 + 5)))).toBe(1)
         await cancel(alice)
-        const done = await store.materialise(alice, [x], { complete: true, token })
+        const done = await store.materialise('timeline', alice, [x], { complete: true, token })
         expect({ what, done, page: await store.page(alice, { limit: 5 }) }).toEqual({
           what,
           done: false,
@@ -519,25 +525,27 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
         })
       }
       // Fan-out writes do not cancel; ready lists are not dropped by a removal.
-      const token = await store.startRebuild(alice)
+      const token = await store.startRebuild('timeline', alice)
       await store.fanOut([alice], post(carol, iso(T0 + 6)))
-      expect(await store.materialise(alice, [x], { complete: true, token })).toBe(true)
+      expect(await store.materialise('timeline', alice, [x], { complete: true, token })).toBe(true)
       await store.remove([alice], x)
       expect((await store.page(alice, { limit: 5 }))!.items.length).toBe(1)
       // An author's list alike.
-      const seed = await store.startAuthorRebuild(celeb)
-      expect(await store.startAuthorRebuild(celeb)).toBeUndefined()
+      const seed = await store.startRebuild('author', celeb)
+      expect(await store.startRebuild('author', celeb)).toBeUndefined()
       await store.removeAuthorRecent(celeb, x.uri)
-      expect(await store.materialiseAuthor(celeb, [x], { complete: true, token: seed })).toBe(false)
+      expect(await store.materialise('author', celeb, [x], { complete: true, token: seed })).toBe(
+        false,
+      )
       expect((await store.authorRecent([celeb], { limit: 5 })).missing).toEqual([celeb])
     })
 
     it('logs activations in order, and keeps the readers in the activity index', async () => {
       const store = await make()
       const { next } = await store.activations(undefined)
-      await store.startRebuild(bob)
-      await store.startRebuild(carol)
-      expect(await store.startRebuild(bob)).toBeUndefined() // refused: not logged again
+      await store.startRebuild('timeline', bob)
+      await store.startRebuild('timeline', carol)
+      expect(await store.startRebuild('timeline', bob)).toBeUndefined() // refused: not logged again
       const got = await store.activations(next)
       expect(got).toMatchObject({ readers: [bob, carol], gap: false })
       expect(await store.activations(got.next)).toMatchObject({ readers: [], gap: false })
@@ -557,7 +565,7 @@ export function timelineStoreBehaviour(factory: () => StoreFactory): void {
   describe('limits and input', () => {
     it('answers empty pages for zero limits and rejects unusable input', async () => {
       const store = await make()
-      await store.materialise(alice, [post(bob, iso(T0))], { complete: true })
+      await store.materialise('timeline', alice, [post(bob, iso(T0))], { complete: true })
       expect(await store.page(alice, { limit: 0 })).toEqual({ items: [], complete: true })
       await expect(store.fanOut(['did:plc:{x}'], post(bob, iso(T0)))).rejects.toThrow(TypeError)
       await expect(

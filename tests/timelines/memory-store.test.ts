@@ -9,12 +9,14 @@ describe('MemoryTimelineStore', () => {
     const store = new MemoryTimelineStore({ maxReaders: 3 })
     const readers = ['a', 'b', 'c', 'd'].map(did)
     for (const [i, r] of readers.entries()) {
-      await store.materialise(r, [post(did('x'), new Date(i).toISOString())], { complete: true })
+      await store.materialise('timeline', r, [post(did('x'), new Date(i).toISOString())], {
+        complete: true,
+      })
     }
     const kept = await Promise.all(readers.map((r) => store.isMaterialised(r)))
     expect(kept).toEqual([false, true, true, true])
     await store.touch(readers[1]!) // b is now the most recent
-    await store.startRebuild(did('e'))
+    await store.startRebuild('timeline', did('e'))
     expect(await Promise.all(readers.map((r) => store.isMaterialised(r)))).toEqual([
       false,
       true,

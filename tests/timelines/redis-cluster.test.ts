@@ -32,7 +32,7 @@ describe('RedisTimelineStore on a Redis Cluster', () => {
 
     it('spreads readers over every master, one script call per node for a fan-out', async () => {
       store = await impatient.make()
-      for (const r of readers) await store.materialise(r, [], { complete: true })
+      for (const r of readers) await store.materialise('timeline', r, [], { complete: true })
       const scriptCalls = async (): Promise<number> => {
         const stats = await Promise.all(cluster!.servers.map((s) => s.cli('INFO', 'commandstats')))
         const calls = (s: string, cmd: string) =>

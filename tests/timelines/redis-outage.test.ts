@@ -31,8 +31,8 @@ const operations = (store: RedisTimelineStore): Record<string, () => Promise<unk
   insert: () => store.insert(alice, [item(9)]),
   remove: () => store.remove(readers, item(9).uri),
   removeOriginator: () => store.removeOriginator(readers, bob),
-  startRebuild: () => store.startRebuild(alice),
-  materialise: () => store.materialise(alice, [item(1)], { complete: true }),
+  startRebuild: () => store.startRebuild('timeline', alice),
+  materialise: () => store.materialise('timeline', alice, [item(1)], { complete: true }),
   evict: () => store.evict([alice]),
   pushAuthorRecent: () => store.pushAuthorRecent(bob, item(9)),
   authorRecent: () => store.authorRecent([bob], { limit: 10 }),
@@ -74,7 +74,7 @@ describe('RedisTimelineStore when Redis fails', () => {
     await waitForRedis(client)
     const busy = new RedisTimelineStore(client, { timeoutMs: 100 })
     try {
-      await busy.materialise(alice, [item(1)], { complete: true })
+      await busy.materialise('timeline', alice, [item(1)], { complete: true })
       // Once first: Redis then holds the read script, and the read below is one round trip.
       await busy.page(alice, { limit: 10 })
       const read = busy.page(alice, { limit: 10 }).then(
@@ -101,15 +101,15 @@ describe('RedisTimelineStore when Redis fails', () => {
   })
 
   it('reads a flushed Redis as "not materialised", and rebuilds', async () => {
-    await store.materialise(alice, [item(1)], { complete: true })
-    await store.materialiseAuthor(bob, [item(2)], { complete: true })
+    await store.materialise('timeline', alice, [item(1)], { complete: true })
+    await store.materialise('author', bob, [item(2)], { complete: true })
     expect(await store.fanOut(readers, item(3))).toBe(1)
     await server.cli('FLUSHALL')
     expect(await store.isMaterialised(alice)).toBe(false)
     expect(await store.page(alice, { limit: 10 })).toBeNull()
     expect(await store.fanOut(readers, item(4))).toBe(0)
     expect(await store.authorRecent([bob], { limit: 10 })).toMatchObject({ missing: [bob] })
-    await store.materialise(alice, [item(1), item(3)], { complete: true })
+    await store.materialise('timeline', alice, [item(1), item(3)], { complete: true })
     expect(await store.page(alice, { limit: 10 })).toEqual({
       items: [item(3), item(1)],
       complete: true,
@@ -126,7 +126,7 @@ describe('RedisTimelineStore when Redis fails', () => {
   })
 
   it('answers at once when Redis is gone, naming the unconfirmed fan-out readers', async () => {
-    await store.materialise(alice, [], { complete: true }) // the connection is fine again
+    await store.materialise('timeline', alice, [], { complete: true }) // the connection is fine again
     await server.stop()
     await expectAllUnavailable(store, TIMEOUT_MS + 400)
     const err = await store.fanOut(readers, item(5)).catch((e: unknown) => e)
@@ -143,7 +143,7 @@ describe('RedisTimelineStore when Redis fails', () => {
       await new Promise((r) => setTimeout(r, 50))
     }
     expect(materialised).toBe(false)
-    await store.materialise(alice, [item(6)], { complete: true })
+    await store.materialise('timeline', alice, [item(6)], { complete: true })
     expect(await store.fanOut(readers, item(7))).toBe(1)
     expect((await store.page(alice, { limit: 10 }))!.items).toEqual([item(7), item(6)])
   })

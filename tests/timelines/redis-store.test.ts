@@ -58,7 +58,7 @@ describe('RedisTimelineStore through a Unix socket', () => {
         post(did('ub'), '2024-05-01T12:00:00.000Z'),
         post(did('ub'), '2024-05-01T12:00:01.000Z'),
       ]
-      expect(await store.materialise(reader, items, { complete: true })).toBe(true)
+      expect(await store.materialise('timeline', reader, items, { complete: true })).toBe(true)
       const read = await store.home(reader, [], { limit: 10 })
       expect(read.timeline?.members.map(decodeMember)).toEqual([items[1], items[0]])
     } finally {
@@ -161,19 +161,23 @@ describe('RedisTimelineStore on one Redis', () => {
       } else if (r < 0.4) {
         const [rd, xs] = [pick(readers), seen.filter(() => rand() < 0.3)]
         const complete = rand() < 0.5 || !xs.length
-        ops.push(['materialise', (s) => s.materialise(rd, xs, { complete })])
+        ops.push(['materialise', (s) => s.materialise('timeline', rd, xs, { complete })])
       } else if (r < 0.415) {
         const [rd, xs] = [pick(readers), seen.filter(() => rand() < 0.3)]
         ops.push([
           'materialise with the rebuild token',
-          (s, i) => s.materialise(rd, xs, { complete: true, token: tokens[i]!.get(rd) ?? 'none' }),
+          (s, i) =>
+            s.materialise('timeline', rd, xs, {
+              complete: true,
+              token: tokens[i]!.get(rd) ?? 'none',
+            }),
         ])
       } else if (r < 0.43) {
         const rd = pick(readers)
         ops.push([
           'startRebuild',
           async (s, i) => {
-            const token = await s.startRebuild(rd)
+            const token = await s.startRebuild('timeline', rd)
             if (token) tokens[i]!.set(rd, token)
             return token ? 'started' : 'busy'
           },
@@ -192,7 +196,7 @@ describe('RedisTimelineStore on one Redis', () => {
         const a = pick(authors)
         const xs = seen.filter((x) => (x.repost ?? x.uri).includes(a) && rand() < 0.5)
         const complete = rand() < 0.5 || !xs.length
-        ops.push(['materialiseAuthor', (s) => s.materialiseAuthor(a, xs, { complete })])
+        ops.push(['materialiseAuthor', (s) => s.materialise('author', a, xs, { complete })])
       } else if (r < 0.7) {
         const [a, x] = [pick(authors), fresh()]
         ops.push(['pushAuthorRecent', (s) => s.pushAuthorRecent(a, x)])
@@ -203,7 +207,7 @@ describe('RedisTimelineStore on one Redis', () => {
         const a = pick(authors)
         ops.push([
           'startAuthorRebuild',
-          async (s) => ((await s.startAuthorRebuild(a)) ? 'started' : 'busy'),
+          async (s) => ((await s.startRebuild('author', a)) ? 'started' : 'busy'),
         ])
       } else if (r < 0.76) {
         // A home page: the celebrity lists a full timeline page passes over (their heads below
@@ -271,12 +275,12 @@ describe('RedisTimelineStore on one Redis', () => {
       }
       // A full first page of the timeline ends at second 30: its floor.
       const followed = [40, 35, 30, 20].map((s) => post(did('hdfollowed'), at(s)))
-      await store.materialise(reader, followed, { complete: true })
-      await store.materialiseAuthor(reader, [], { complete: true })
+      await store.materialise('timeline', reader, followed, { complete: true })
+      await store.materialise('author', reader, [], { complete: true })
       const oldItems = [10, 5].map((s) => post(old, at(s)))
       const freshItem = post(fresh, at(38))
-      await store.materialiseAuthor(old, oldItems, { complete: true })
-      await store.materialiseAuthor(fresh, [freshItem], { complete: true })
+      await store.materialise('author', old, oldItems, { complete: true })
+      await store.materialise('author', fresh, [freshItem], { complete: true })
       expect(await client.hget(heads, listOf(old))).toBe('20240501120010')
       expect(await client.hget(heads, listOf(fresh))).toBe('20240501120038')
       expect((await home()).members).toEqual([freshItem])
@@ -292,31 +296,31 @@ describe('RedisTimelineStore on one Redis', () => {
       expect((await home()).members).toEqual([freshItem, pushed, hidden])
 
       // A list Redis evicted (or an operator deleted) under a low time: read, hence missing.
-      await store.materialiseAuthor(old, oldItems, { complete: true })
+      await store.materialise('author', old, oldItems, { complete: true })
       await client.del(listOf(old))
       const evicted = await home()
       expect(evicted.read.celebrities).toMatchObject({ members: [encodeMember(freshItem)] })
       expect(evicted.read.celebrities?.missing).toEqual([old])
 
       // Evicting and rebuilding through the store take the time away: never passed over then.
-      await store.materialiseAuthor(old, oldItems, { complete: true })
+      await store.materialise('author', old, oldItems, { complete: true })
       await store.evictAuthors([old])
       expect(await client.hget(heads, listOf(old))).toBeNull()
-      await store.materialiseAuthor(old, oldItems, { complete: true })
-      const token = await store.startAuthorRebuild(old)
+      await store.materialise('author', old, oldItems, { complete: true })
+      const token = await store.startRebuild('author', old)
       expect(token).toBeDefined()
       expect(await client.hget(heads, listOf(old))).toBeNull()
       expect((await home()).read.celebrities?.missing).toEqual([old])
       // Writes collected during the rebuild do not time it; materialising does.
       await store.pushAuthorRecent(old, post(old, at(2)))
       expect(await client.hget(heads, listOf(old))).toBeNull()
-      await store.materialiseAuthor(old, oldItems, { complete: true, token })
+      await store.materialise('author', old, oldItems, { complete: true, token })
       expect(await client.hget(heads, listOf(old))).toBe('20240501120010')
       // An empty list is timed lowest; a head of another sortAt shape is always read.
-      await store.materialiseAuthor(old, [], { complete: true })
+      await store.materialise('author', old, [], { complete: true })
       expect(await client.hget(heads, listOf(old))).toBe('0')
       const odd = post(old, '2024-05-01T12:00:01.000123Z')
-      await store.materialiseAuthor(old, [odd], { complete: true })
+      await store.materialise('author', old, [odd], { complete: true })
       expect(await client.hget(heads, listOf(old))).toBe('99999999999999')
       expect((await home()).members).toEqual([freshItem])
     })
@@ -330,11 +334,11 @@ describe('RedisTimelineStore on one Redis', () => {
         string,
         string,
       ]
-      await store.materialise(reader, [], { complete: true })
-      await store.materialiseAuthor(reader, [], { complete: true })
+      await store.materialise('timeline', reader, [], { complete: true })
+      await store.materialise('author', reader, [], { complete: true })
       const [fromA, fromB] = [post(a, at(10)), post(b, at(20))]
-      await store.materialiseAuthor(a, [fromA], { complete: true })
-      await store.materialiseAuthor(b, [fromB], { complete: true })
+      await store.materialise('author', a, [fromA], { complete: true })
+      await store.materialise('author', b, [fromB], { complete: true })
       const merged = async (celebs: readonly string[]) =>
         (await store.home(reader, celebs, { limit: 5 })).celebrities?.members.map((m) =>
           decodeMember(m),
@@ -372,10 +376,12 @@ describe('RedisTimelineStore on one Redis', () => {
           return { members: read.celebrities?.members.map(decodeMember), read }
         }
         // A timeline short of a page: the celebrity's list is merged whole.
-        await writer.materialise(reader, [post(did('cvother'), at(1))], { complete: true })
-        await writer.materialiseAuthor(reader, [], { complete: true })
+        await writer.materialise('timeline', reader, [post(did('cvother'), at(1))], {
+          complete: true,
+        })
+        await writer.materialise('author', reader, [], { complete: true })
         const first = post(celeb, at(2))
-        await writer.materialiseAuthor(celeb, [first], { complete: true })
+        await writer.materialise('author', celeb, [first], { complete: true })
         expect((await home()).read.copies).toEqual({ named: 1, used: 0 })
         const again = await home()
         expect(again.read.copies).toEqual({ named: 1, used: 1 })
@@ -396,7 +402,7 @@ describe('RedisTimelineStore on one Redis', () => {
         const v2 = await versionOf()
         await client.del(listKey, `${prefix}heads:v`, `${prefix}heads:n`, `${prefix}heads`)
         const third = post(celeb, at(4))
-        await writer.materialiseAuthor(celeb, [first, third], { complete: true })
+        await writer.materialise('author', celeb, [first, third], { complete: true })
         expect(await versionOf()).toBeGreaterThan(v2)
         const rebuilt = await home()
         expect(rebuilt.read.copies).toEqual({ named: 1, used: 0 })
@@ -420,7 +426,9 @@ describe('RedisTimelineStore on one Redis', () => {
       const items = readers.map((_, i) => [
         post(did('turnauthor'), `2024-05-0${i + 1}T00:00:00.000Z`),
       ])
-      await Promise.all(readers.map((r, i) => store.materialise(r, items[i]!, { complete: true })))
+      await Promise.all(
+        readers.map((r, i) => store.materialise('timeline', r, items[i]!, { complete: true })),
+      )
       // Three reads started in one turn: held in the socket, nothing handed to the kernel yet.
       const reads = readers.map((r) => store.page(r, { limit: 10 }))
       const { stream } = client

@@ -8,6 +8,7 @@ import {
   itemFromFeedRow,
   TimelineStoreUnavailable,
   type FeedRow,
+  type ListKind,
   type TimelineStore,
 } from '@openplane/timelines'
 import { rebuilds } from './metrics.ts'
@@ -23,14 +24,12 @@ interface Refill {
   done: Promise<boolean>
 }
 
-/** How a refill's steps touch one kind of list in the store. */
-interface ListKind {
-  name: 'timeline' | 'author'
+/** What differs between refills of the two kinds of list. */
+interface Kind {
+  name: ListKind
   /** Rows a complete list holds. */
   length(): number
   start(key: string): Promise<string | undefined>
-  materialise(key: string, rows: FeedRow[], complete: boolean, token: string): Promise<boolean>
-  abandon(key: string, token: string): Promise<void>
   /** Ready to read: used while waiting for another process's refill. */
   ready(key: string): Promise<boolean>
   read(key: string, rows: number): Promise<FeedRow[]>
@@ -45,8 +44,8 @@ export class Refills {
   readonly #store: TimelineStore
   /** Refills fail alike while Postgres is away: one line per 10 s. */
   readonly #failedLog = throttle(10_000)
-  readonly #timelineKind: ListKind
-  readonly #authorKind: ListKind
+  readonly #timelineKind: Kind
+  readonly #authorKind: Kind
 
   constructor(
     store: TimelineStore,
@@ -63,21 +62,15 @@ export class Refills {
       length: () => store.targetLength,
       start: async (reader) => {
         await activity.mark(reader)
-        return store.startRebuild(reader)
+        return store.startRebuild('timeline', reader)
       },
-      materialise: (reader, rows, complete, token) =>
-        store.materialise(reader, rows.map(itemFromFeedRow), { complete, token }),
-      abandon: (reader, token) => store.abandonRebuild(reader, token),
       ready: (reader) => store.isMaterialised(reader),
       read: (reader, rows) => source.followed(reader, rows),
     }
     this.#authorKind = {
       name: 'author',
       length: () => store.authorTargetLength,
-      start: (author) => store.startAuthorRebuild(author),
-      materialise: (author, rows, complete, token) =>
-        store.materialiseAuthor(author, rows.map(itemFromFeedRow), { complete, token }),
-      abandon: (author, token) => store.abandonAuthorRebuild(author, token),
+      start: (author) => store.startRebuild('author', author),
       ready: async (author) =>
         (await store.authorRecent([author], { limit: 1 })).missing.length === 0,
       read: (author, rows) => source.byAuthor(author, rows),
@@ -102,7 +95,7 @@ export class Refills {
     return this.#timelines.has(reader) || (await this.#store.hasList(reader))
   }
 
-  #refill(running: Map<string, Refill>, key: string, kind: ListKind): Promise<boolean> {
+  #refill(running: Map<string, Refill>, key: string, kind: Kind): Promise<boolean> {
     const current = running.get(key)
     if (current) return current.done
     const state: Refill = { done: Promise.resolve(false) }
@@ -119,12 +112,16 @@ export class Refills {
         const length = kind.length()
         const rows = await kind.read(key, length + 1)
         // False when a removal or an eviction reached the list meanwhile: the next read rebuilds.
-        const ok = await kind.materialise(key, rows, rows.length <= length, token)
+        const items = rows.map(itemFromFeedRow)
+        const complete = rows.length <= length
+        const ok = await this.#store.materialise(kind.name, key, items, { complete, token })
         rebuilds.inc({ kind: kind.name, outcome: ok ? 'done' : 'restarted' })
         return ok
       } catch (err) {
         rebuilds.inc({ kind: kind.name, outcome: 'failed' })
-        if (token !== undefined) await kind.abandon(key, token).catch(() => {})
+        if (token !== undefined) {
+          await this.#store.abandonRebuild(kind.name, key, token).catch(() => {})
+        }
         // The list was not (or not certainly) written: it is still warming, or gone. Either way
         // it is not read until rebuilt, so nothing stale is served; reads pause as after a
         // failed read.
@@ -142,7 +139,7 @@ export class Refills {
   }
 
   /** Waits (bounded) for another process's refill of the list to make it ready. */
-  async #awaitOther(kind: ListKind, key: string): Promise<boolean> {
+  async #awaitOther(kind: Kind, key: string): Promise<boolean> {
     const until = Date.now() + this.#awaitOtherMs
     for (let wait = 5; Date.now() < until; wait = Math.min(wait * 2, 100)) {
       await new Promise((r) => setTimeout(r, wait))

@@ -6,6 +6,7 @@ export {
   type AuthorPage,
   type AuthorMembers,
   type HomeRead,
+  type ListKind,
   type MemberPage,
   type MaterialiseOptions,
   type MemoryStats,

@@ -22,6 +22,7 @@ import {
   type AuthorMembers,
   type AuthorPage,
   type HomeRead,
+  type ListKind,
   type MaterialiseOptions,
   type MemberPage,
   type MemoryStats,
@@ -132,7 +133,30 @@ export class MemoryTimelineStore implements TimelineStore {
     return this.#timelines.has(checkDid(reader))
   }
 
-  async startRebuild(
+  startRebuild(
+    kind: ListKind,
+    key: string,
+    leaseMs = DEFAULT_REBUILD_LEASE_MS,
+  ): Promise<string | undefined> {
+    return kind === 'timeline' ? this.#startTimeline(key, leaseMs) : this.#startAuthor(key, leaseMs)
+  }
+
+  materialise(
+    kind: ListKind,
+    key: string,
+    items: readonly TimelineItem[],
+    opts: MaterialiseOptions,
+  ): Promise<boolean> {
+    return kind === 'timeline'
+      ? this.#materialiseTimeline(key, items, opts)
+      : this.#materialiseAuthor(key, items, opts)
+  }
+
+  abandonRebuild(kind: ListKind, key: string, token: string): Promise<void> {
+    return kind === 'timeline' ? this.#abandonTimeline(key, token) : this.#abandonAuthor(key, token)
+  }
+
+  async #startTimeline(
     reader: string,
     leaseMs = DEFAULT_REBUILD_LEASE_MS,
   ): Promise<string | undefined> {
@@ -149,7 +173,7 @@ export class MemoryTimelineStore implements TimelineStore {
     return token
   }
 
-  async materialise(
+  async #materialiseTimeline(
     reader: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
@@ -165,7 +189,7 @@ export class MemoryTimelineStore implements TimelineStore {
     return true
   }
 
-  async abandonRebuild(reader: string, token: string): Promise<void> {
+  async #abandonTimeline(reader: string, token: string): Promise<void> {
     this.#abandon('t', checkDid(reader), token)
   }
 
@@ -222,7 +246,7 @@ export class MemoryTimelineStore implements TimelineStore {
     return { members, complete: complete && !missing.length, missing }
   }
 
-  async startAuthorRebuild(
+  async #startAuthor(
     author: string,
     leaseMs = DEFAULT_REBUILD_LEASE_MS,
   ): Promise<string | undefined> {
@@ -234,7 +258,7 @@ export class MemoryTimelineStore implements TimelineStore {
     return token
   }
 
-  async materialiseAuthor(
+  async #materialiseAuthor(
     author: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
@@ -250,7 +274,7 @@ export class MemoryTimelineStore implements TimelineStore {
     return true
   }
 
-  async abandonAuthorRebuild(author: string, token: string): Promise<void> {
+  async #abandonAuthor(author: string, token: string): Promise<void> {
     this.#abandon('a', checkDid(author), token)
   }
 

@@ -64,6 +64,7 @@ import {
   type AuthorMembers,
   type AuthorPage,
   type HomeRead,
+  type ListKind,
   type MaterialiseOptions,
   type MemberPage,
   type MemoryStats,
@@ -307,7 +308,30 @@ export class RedisTimelineStore implements TimelineStore {
     return state === READY || state === TRUNCATED || state === WARMING || state === WARMING_T
   }
 
-  async startRebuild(
+  startRebuild(
+    kind: ListKind,
+    key: string,
+    leaseMs = DEFAULT_REBUILD_LEASE_MS,
+  ): Promise<string | undefined> {
+    return kind === 'timeline' ? this.#startTimeline(key, leaseMs) : this.#startAuthor(key, leaseMs)
+  }
+
+  materialise(
+    kind: ListKind,
+    key: string,
+    items: readonly TimelineItem[],
+    opts: MaterialiseOptions,
+  ): Promise<boolean> {
+    return kind === 'timeline'
+      ? this.#materialiseTimeline(key, items, opts)
+      : this.#materialiseAuthor(key, items, opts)
+  }
+
+  abandonRebuild(kind: ListKind, key: string, token: string): Promise<void> {
+    return kind === 'timeline' ? this.#abandonTimeline(key, token) : this.#abandonAuthor(key, token)
+  }
+
+  async #startTimeline(
     reader: string,
     leaseMs = DEFAULT_REBUILD_LEASE_MS,
   ): Promise<string | undefined> {
@@ -331,7 +355,7 @@ export class RedisTimelineStore implements TimelineStore {
     return token
   }
 
-  async materialise(
+  async #materialiseTimeline(
     reader: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
@@ -341,7 +365,7 @@ export class RedisTimelineStore implements TimelineStore {
     return done
   }
 
-  async abandonRebuild(reader: string, token: string): Promise<void> {
+  async #abandonTimeline(reader: string, token: string): Promise<void> {
     await this.#op('abandonRebuild', () => this.#eval(ABANDON, [this.#timeline(reader)], [token]))
   }
 
@@ -415,14 +439,14 @@ export class RedisTimelineStore implements TimelineStore {
     return authorPage(read, unique, count, floorOf(opts))
   }
 
-  async startAuthorRebuild(
+  async #startAuthor(
     author: string,
     leaseMs = DEFAULT_REBUILD_LEASE_MS,
   ): Promise<string | undefined> {
     return this.#start('startAuthorRebuild', this.#author(author), leaseMs, this.#heads)
   }
 
-  async materialiseAuthor(
+  async #materialiseAuthor(
     author: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
@@ -436,7 +460,7 @@ export class RedisTimelineStore implements TimelineStore {
     )
   }
 
-  async abandonAuthorRebuild(author: string, token: string): Promise<void> {
+  async #abandonAuthor(author: string, token: string): Promise<void> {
     await this.#op('abandonRebuild', () => this.#eval(ABANDON, [this.#author(author)], [token]))
   }
 

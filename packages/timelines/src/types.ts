@@ -133,6 +133,12 @@ export const DEFAULT_REBUILD_LEASE_MS = 60_000
 export const DEFAULT_AUTHOR_TARGET_LENGTH = 500
 
 /**
+ * The lists a store keeps: a reader's home `timeline`, and an `author`'s recent items (merged into
+ * their followers' pages at read time: celebrities, and readers' own items).
+ */
+export type ListKind = 'timeline' | 'author'
+
+/**
  * Fan-out timelines. Two implementations behave identically: RedisTimelineStore (single Redis or
  * Cluster) and MemoryTimelineStore (embedded mode). Redis failures reject with
  * TimelineStoreUnavailable; anything else is a caller error.
@@ -166,24 +172,26 @@ export interface TimelineStore {
   /** Whether the reader's timeline is materialised or being rebuilt (it takes fan-out writes). */
   hasList(reader: string): Promise<boolean>
   /**
-   * Clears the reader's timeline and starts collecting fan-out writes before a rebuild reads
-   * Postgres, so nothing committed during the rebuild is lost; records the reader as active and
-   * appends it to the activation log, so the fan-out writer includes it from here on. Not
-   * materialised until `materialise`. Returns the rebuild's token, or undefined when another
-   * rebuild of this list (in any process sharing the store) holds it for up to `leaseMs`.
+   * Clears the list and starts collecting fan-out writes before a rebuild reads Postgres, so
+   * nothing committed during the rebuild is lost. For a reader's timeline it also records the
+   * reader as active and appends it to the activation log, so the fan-out writer includes it
+   * from here on (every author list takes writes). Not materialised until `materialise`. Returns
+   * the rebuild's token, or undefined when another rebuild of this list (in any process sharing
+   * the store) holds it for up to `leaseMs`.
    */
-  startRebuild(reader: string, leaseMs?: number): Promise<string | undefined>
+  startRebuild(kind: ListKind, key: string, leaseMs?: number): Promise<string | undefined>
   /**
-   * Replaces the timeline (merging writes collected since `startRebuild`) and marks it
-   * materialised. False when the rebuild was cancelled (see MaterialiseOptions.token).
+   * Replaces the list (merging writes collected since `startRebuild`) and marks it materialised.
+   * False when the rebuild was cancelled (see MaterialiseOptions.token).
    */
   materialise(
-    reader: string,
+    kind: ListKind,
+    key: string,
     items: readonly TimelineItem[],
     opts: MaterialiseOptions,
   ): Promise<boolean>
   /** A rebuild that failed gives its lease back (and its half-built list). */
-  abandonRebuild(reader: string, token: string): Promise<void>
+  abandonRebuild(kind: ListKind, key: string, token: string): Promise<void>
   /**
    * Readers that started a rebuild after `after` (a position from an earlier call), oldest first;
    * with `after` undefined, only the current end of the log.
@@ -205,14 +213,6 @@ export interface TimelineStore {
   removeAuthorRecent(author: string, target: string | TimelineItem): Promise<number>
   /** The merged recent items of the authors after the cursor, newest first. */
   authorRecent(authors: readonly string[], opts: PageOptions): Promise<AuthorPage>
-  /** As startRebuild, for an author's list (no activation: every author list takes writes). */
-  startAuthorRebuild(author: string, leaseMs?: number): Promise<string | undefined>
-  materialiseAuthor(
-    author: string,
-    items: readonly TimelineItem[],
-    opts: MaterialiseOptions,
-  ): Promise<boolean>
-  abandonAuthorRebuild(author: string, token: string): Promise<void>
 
   /** Records that the reader is active at `at` (epoch ms; never moves backwards). */
   touch(reader: string, at?: number): Promise<void>
