@@ -1,5 +1,6 @@
 // Configuration from the environment, validated up front: a bad value stops the process with a
-// message naming the variable instead of surfacing later as a confusing failure.
+// message naming the variable instead of surfacing later as a confusing failure. Every setting is
+// read here, and only here, so this file is as long as the list of settings (README).
 import { readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { parseDidList } from '@openplane/backfill'

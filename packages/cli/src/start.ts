@@ -1,4 +1,6 @@
-// Wires the components for `openplane start`.
+// Wires the components for `openplane start`: the one place that builds every part and hands
+// each the others it needs (no part builds another), hence its length; each part's work is in
+// its own package.
 import { readFileSync } from 'node:fs'
 import type { Db } from '@openplane/db'
 import {

@@ -2,6 +2,8 @@
 // typed after what Postgres actually holds (the stock's own TS types drift from it in places, e.g.
 // `post_embed_image.position` is varchar there and number in the stock types), plus our additive
 // tables. Timestamps in stock tables are ISO strings in varchar columns, never timestamptz.
+// Long because the stock schema is: one interface per table, kept together as the one place that
+// says what Postgres holds.
 import type { ColumnType, Generated, GeneratedAlways } from 'kysely'
 
 /** bigint: both drivers parse int8 to a JS number (as the stock does); writes accept any form. */

@@ -5,7 +5,8 @@
 // declared keys of different slots; the store only batches keys served by one node, which a
 // script may touch with `allow-cross-slot-keys` (Redis 7). Strings are only compared for
 // equality in Lua (Redis sets LC_COLLATE, so Lua's `<` on strings would follow the locale);
-// order questions go to the sorted set itself via ZRANK. Memory-store twin: memory-list.ts.
+// order questions go to the sorted set itself via ZRANK. Memory-store twin: memory-list.ts. Long
+// because it holds the Lua sources, which read best whole and side by side.
 import { createHash } from 'node:crypto'
 
 export interface LuaScript {

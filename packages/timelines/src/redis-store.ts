@@ -13,7 +13,8 @@
 // Per-list keys are hash-tagged by DID, so everything one reader owns shares a slot and every
 // multi-command step on a list (scripts, MULTI) touches one slot. Work on many readers (fan-out,
 // removals, eviction) is grouped by the node serving each key and sent as one script call per
-// `batchSize` readers, a few calls in flight at a time.
+// `batchSize` readers, a few calls in flight at a time. One class, at this length, because every
+// operation shares the key layout above, the Cluster grouping and the deadline on each call.
 import { randomUUID } from 'node:crypto'
 import { Cluster, type Redis } from 'ioredis'
 import { TimelineStoreUnavailable, withDeadline } from './errors.ts'

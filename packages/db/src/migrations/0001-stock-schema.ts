@@ -3,7 +3,8 @@
 // matches the stock's (later stock migrations appended columns), so `select *` and positional
 // COPY behave the same on both. Objects are created unqualified: the connection's search_path puts
 // the configured schema first; pg_trgm lives in public. tests/db/schema.test.ts compares the
-// resulting catalog with one the stock migrations produced.
+// resulting catalog with one the stock migrations produced. Long because it is the whole schema,
+// in one migration so that it can be compared, and adopted, as one.
 import { sql, type Kysely } from 'kysely'
 
 // Every table that is a record carries the stock's derived sort key.

@@ -6,7 +6,8 @@
 // loaded rows, so their outcome stands). Round trips then grow with how deep the batch's reads
 // chain (a thread's ancestors), never with the number of events. At the end the state knows, per
 // table and primary key, the row before the batch and after it: the writes to apply, each table
-// once.
+// once. One class at this length because its maps (rows read, the batch's changes, their journal
+// and lookup indexes) change together on every read and write.
 import { sql, type Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import type { Absent } from './absent.ts'
