@@ -67,14 +67,17 @@ export async function copyRows(
   const id = nextId++
   waiting.set(id, copyText(rows, columns))
   try {
-    const list = columns.map((c) => `"${c}"`).join(', ')
-    const statement = `${MARK}${id} */ copy "${table}" (${list}) from stdin`
+    const list = columns.map(quoted).join(', ')
+    const statement = `${MARK}${id} */ copy ${quoted(table)} (${list}) from stdin`
     const result = await sql.raw(statement).execute(db)
     return Number(result.numAffectedRows ?? rows.length)
   } finally {
     waiting.delete(id)
   }
 }
+
+/** An identifier as SQL quotes it. */
+const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`
 
 const SPECIAL = /[\\\t\n\r]/
 const SPECIAL_ALL = /[\\\t\n\r]/g
