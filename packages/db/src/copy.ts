@@ -38,9 +38,9 @@ async function runCopy(query: Query, text: string) {
   const statement = text.slice(end + 3).trim()
   // The probe of canCopy.
   if (Number.isNaN(id)) return { command: 'SELECT', rowCount: 1, rows: [{ copy: true }] }
+  // copyRows forgets them once its statement is answered.
   const rows = waiting.get(id)
   if (rows === undefined) throw new Error(`copy ${id}: its rows are gone`)
-  waiting.delete(id)
   const stream = query(copyFrom(statement)) as ReturnType<typeof copyFrom>
   await pipeline(Readable.from([rows]), stream)
   return { command: 'COPY', rowCount: stream.rowCount, rows: [] }
