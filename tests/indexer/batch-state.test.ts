@@ -86,6 +86,19 @@ describe('batch state', () => {
     expect(written).toMatchObject({ uri: like(8).uri, sortAt: '2026-01-05T12:00:00.000Z' })
   })
 
+  it('reads the slots an insert needs without writing it, so the insert then misses nothing', async () => {
+    const state = new BatchState(db.db, info)
+    state.readSlots('like', { ...like(9), subject: post(1) })
+    // Its primary key and its one other unique key.
+    expect(state.missCount).toBe(2)
+    await state.load()
+    expect(state.writes().size).toBe(0)
+    const misses = state.missCount
+    expect(state.insertIfFree('like', { ...like(9), subject: post(1) })).toBeNull()
+    expect(state.insertIfFree('like', { ...like(9), subject: post(1), creator: B })).toBeTruthy()
+    expect(state.missCount).toBe(misses + 1)
+  })
+
   it('rolls changes back to a mark, lookups included', async () => {
     const state = new BatchState(db.db, info)
     let during: string[] = []

@@ -150,4 +150,10 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
     ref: RecordRef,
     record: Rec,
   ): { table: TableName; where: Partial<Record<string, string>> }[]
+  /**
+   * Rows onInsert inserts beyond the primary one, as far as the record alone tells (its feed
+   * item, its embeds): values other than their keys may be left out. The writer reads their key
+   * slots with the batch's first reads, as it reads the primary row's.
+   */
+  insertsOnCreate?(ref: RecordRef, record: Rec): RowInsert[]
 }

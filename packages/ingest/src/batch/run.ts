@@ -178,13 +178,9 @@ export async function planRange(
   const state = new BatchState(db, schema, below, absent)
   const plan = new Plan(state)
   const steps = stepsFor(batch, from, to, prepared)
-  // Where the steps' own rows are known absent, what else they read is loaded first: the steps
-  // then run once. Elsewhere their own rows miss anyway, and a load of its own would cost a
-  // round trip more than it saves.
-  if (absent) {
-    for (const step of steps) step.reads?.(plan)
-    if (state.pending) await state.load()
-  }
+  // What the steps are known to read is loaded first, in one round: they then run once.
+  for (const step of steps) step.reads?.(plan)
+  if (state.pending) await state.load()
   const planned = await planSteps(plan, steps)
   passes.observe(planned.passes)
   stepRuns.inc({ count: 'steps' }, steps.length)

@@ -258,6 +258,16 @@ export class BatchState {
     return this.put(table, values)
   }
 
+  /** Reads what insertIfFree would read to insert `values`, writing nothing (a hint). */
+  readSlots(table: string, values: Row): void {
+    const t = this.table(table)
+    this.rows(table, pick(values, t.primary))
+    for (const unique of t.unique) {
+      const where = pick(values, unique)
+      if (!Object.values(where).some((v) => v === null)) this.rows(table, where)
+    }
+  }
+
   /** Deletes the rows matching `where`; returns them. */
   delete(table: string, where: Where): Row[] {
     const gone = this.rows(table, where)

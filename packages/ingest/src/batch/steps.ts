@@ -1,14 +1,20 @@
 // A batch's events as planning steps, in firehose order: a handle to write, each record op of a
 // commit, the repo's last commit, an account's upstream status. Each step counts its outcome into
 // the plan, so a step undone leaves no count behind.
-import { InvalidRecordError, pluginFor, parseRecord } from '@openplane/plugins'
+import {
+  InvalidRecordError,
+  pluginFor,
+  parseRecord,
+  type Reader,
+  type RowWrite,
+} from '@openplane/plugins'
 import { childLogger, counter } from '@openplane/telemetry'
 import { refOf } from '../checks.ts'
 import type { CommitOp, IngestEvent } from '../events.ts'
 import type { Plan } from './plan.ts'
 import type { Step } from './planner.ts'
 import { createRecord, deleteRecord, rememberJson, updateRecord } from './records.ts'
-import type { BatchState, Where } from './state.ts'
+import type { BatchState, Row, Where } from './state.ts'
 
 const log = childLogger('writer')
 export const opsTotal = counter(
@@ -170,18 +176,45 @@ function opStep(evt: Commit, op: CommitOp): Step {
           return rec
         }))
   return {
+    // Everything the step is known to read, its own rows included, noted before planning: the
+    // batch loads it in one round, and the steps then run once instead of missing first.
     reads(plan) {
-      if (op.action !== 'create' || !plugin?.readsOnCreate) return
+      if (!plugin) return
+      const state = plan.state
+      state.rows('record', { uri })
+      if (op.action !== 'create') {
+        state.rows('duplicate_record', { uri })
+        if (plugin.table) {
+          // A delete promotes the oldest duplicate in the record's place.
+          if (op.action === 'delete' && plugin.promoteDuplicateOnDelete !== false) {
+            state.rows('duplicate_record', { duplicateOf: uri })
+          }
+          state.rows(plugin.table, { uri })
+          for (const { table, where } of plugin.readsOnDelete?.(uri) ?? []) {
+            state.rows(table, where as Where)
+          }
+          if (plugin.unconditional)
+            readsOf(state, plugin.unconditional.delete(reader(state), uri).rows)
+        }
+        if (op.action === 'delete') return
+      }
       const got = parse(plugin)
       if ('err' in got) return
-      let reads
       try {
-        reads = plugin.readsOnCreate(ref, got.rec)
+        readsOf(state, plugin.unconditional?.create(ref, got.rec))
+        for (const { table, where } of plugin.readsOnCreate?.(ref, got.rec) ?? []) {
+          state.rows(table, where as Where)
+        }
+        if (!plugin.table) return
+        state.rows(plugin.table, { uri })
+        if (plugin.findDuplicate) {
+          state.rows('duplicate_record', { uri })
+          plugin.findDuplicate(reader(state), ref, got.rec)
+        }
+        readsOf(state, plugin.insertsOnCreate?.(ref, got.rec))
       } catch {
         // Only a hint: whatever is wrong with the record, the step meets and reports it.
-        return
       }
-      for (const { table, where } of reads) plan.state.rows(table, where as Where)
     },
     run(plan) {
       if (!plugin) {
@@ -239,6 +272,16 @@ function parseOnce(parse: () => unknown): { rec: unknown } | { err: unknown } {
     return { err }
   }
 }
+
+/** Notes the reads that applying `rows` makes (a hint: nothing is written). */
+function readsOf(state: BatchState, rows: RowWrite[] | undefined): void {
+  for (const row of rows ?? []) {
+    if (row.kind === 'insert') state.readSlots(row.table, row.values as Row)
+    else state.rows(row.table, row.where as Where)
+  }
+}
+
+const reader = (state: BatchState): Reader => state as unknown as Reader
 
 /** A record the lexicon or the stock's rules refuse: skipped and counted as invalid. */
 class Dropped extends Error {}

@@ -991,6 +991,54 @@ describe('app.bsky.feed.post: what a create reads', () => {
   })
 })
 
+describe('app.bsky.feed.post: what a create inserts', () => {
+  // The writer reads these rows' key slots before planning: a key missing here costs a
+  // planning pass, a key named here that onInsert never writes costs a read.
+  const keys = (rows: { table: string; values: object }[]) =>
+    rows.map(({ table, values }) => {
+      const v = values as Record<string, unknown>
+      return `${table} ${String(v.uri ?? v.postUri)} ${String(v.position ?? v.embedUri ?? '')}`
+    })
+
+  it('names the rows onInsert writes beside its own, for a thread reply with images that quotes', () => {
+    const db = new MemoryReader()
+    const quoted = postAt(CAROL, '3kquoted')
+    index(db, ROOT, record())
+    index(db, quoted, record())
+    const rec = record({
+      ...replyTo(ROOT),
+      embed: {
+        $type: 'app.bsky.embed.recordWithMedia',
+        record: { $type: 'app.bsky.embed.record', record: strong(quoted) },
+        media: {
+          $type: 'app.bsky.embed.images',
+          images: [
+            { image: blob(IMG1), alt: '' },
+            { image: blob(IMG2), alt: '' },
+          ],
+        },
+      },
+    })
+    // BOB's reply to his own root is an OP reply.
+    const uri = postAt(BOB, '3kreply00001')
+    const written = create(db, uri, rec).rows!.filter((r) => r.kind === 'insert')
+    const named = post.insertsOnCreate!(ref(uri), rec)
+    expect(keys(named)).toEqual(keys(written as never))
+    expect(named.map((r) => r.table)).toEqual([
+      'feed_item',
+      'op_thread_reply',
+      'post_embed_record',
+      'post_embed_image',
+      'post_embed_image',
+      'quote',
+    ])
+  })
+
+  it('names only the feed item of a plain post', () => {
+    expect(post.insertsOnCreate!(ref(), record()).map((r) => r.table)).toEqual(['feed_item'])
+  })
+})
+
 describe('post context', () => {
   it('names the parent, the root and its threadgate, and the quoted post’s postgate', () => {
     const quoted = postAt(CAROL, '3kquoted')

@@ -4,7 +4,15 @@
 import type { AppBskyFeedPost } from '@atproto/api'
 import type { Selectable } from 'kysely'
 import { assertRecord } from '../lexicon.ts'
-import type { Counter, NotificationRow, Reader, RecordPlugin, RowWrite, Tables } from '../types.ts'
+import type {
+  Counter,
+  NotificationRow,
+  Reader,
+  RecordPlugin,
+  RowInsert,
+  RowWrite,
+  Tables,
+} from '../types.ts'
 import { AtUri, normalizeDate, sortAt } from '../util.ts'
 import { isTypeOf, jsonList, uriToDid, gateUriOf } from './common.ts'
 import { embedDeletes, embedRows, embeddedRecord, quotedPost } from './post-embeds.ts'
@@ -72,35 +80,15 @@ export const post: RecordPlugin<Post, 'post'> = {
     return { ...row, ...flags, ...(violatesEmbed ? { violatesEmbeddingRules: true } : {}) }
   },
 
+  // Its feed item, OP-reply row and embeds: only the keys count here.
+  insertsOnCreate: (ref, rec) =>
+    ownRows(
+      { uri: ref.uri, cid: ref.cid, creator: ref.did, createdAt: '', indexedAt: ref.indexedAt },
+      rec,
+    ),
+
   onInsert(db, row, _ref, rec) {
-    const rows: RowWrite[] = [
-      {
-        kind: 'insert',
-        table: 'feed_item',
-        values: {
-          type: 'post',
-          uri: row.uri,
-          cid: row.cid,
-          postUri: row.uri,
-          originatorDid: row.creator,
-          sortAt: sortAt(row.createdAt, row.indexedAt),
-        },
-      },
-    ]
-    // OP replies per thread, wherever they sit in the tree.
-    if (rec.reply?.parent.uri && row.creator === uriToDid(rec.reply.root.uri)) {
-      rows.push({
-        kind: 'insert',
-        table: 'op_thread_reply',
-        values: {
-          rootUri: rec.reply.root.uri,
-          parentUri: rec.reply.parent.uri,
-          uri: row.uri,
-          deletedAt: null,
-        },
-      })
-    }
-    rows.push(...embedRows(row, rec))
+    const rows: RowWrite[] = ownRows(row, rec)
     const quoted = quotedPost(rec)
     const counters = postCounters(row, 1)
     if (quoted) {
@@ -278,4 +266,40 @@ function descendantsOf(db: Reader, uri: string): (PostRow & { depth: number })[]
     level = next
   }
   return out
+}
+
+/** The rows a post inserts beside its own: its feed item, its OP-reply row, its embeds. */
+function ownRows(
+  row: { uri: string; cid: string; creator: string; createdAt: string; indexedAt: string },
+  rec: Post,
+): RowInsert[] {
+  const rows: RowInsert[] = [
+    {
+      kind: 'insert',
+      table: 'feed_item',
+      values: {
+        type: 'post',
+        uri: row.uri,
+        cid: row.cid,
+        postUri: row.uri,
+        originatorDid: row.creator,
+        sortAt: sortAt(row.createdAt, row.indexedAt),
+      },
+    },
+  ]
+  // OP replies per thread, wherever they sit in the tree.
+  if (rec.reply?.parent.uri && row.creator === uriToDid(rec.reply.root.uri)) {
+    rows.push({
+      kind: 'insert',
+      table: 'op_thread_reply',
+      values: {
+        rootUri: rec.reply.root.uri,
+        parentUri: rec.reply.parent.uri,
+        uri: row.uri,
+        deletedAt: null,
+      },
+    })
+  }
+  rows.push(...embedRows(row, rec))
+  return rows
 }
