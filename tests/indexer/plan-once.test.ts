@@ -38,7 +38,6 @@ const remove = (collection: string, rkey: string): CommitOp => ({
   action: 'delete',
   collection,
   rkey,
-  cid: null,
 })
 const subject = { uri: ROOT, cid: CID }
 const reply = (rkey: string, text: string, parent = ROOT) =>
