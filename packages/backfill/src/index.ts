@@ -1,9 +1,10 @@
+export { Backfill } from './backfill.ts'
 export {
-  Backfill,
   BACKFILL_DEFAULTS,
   type BackfillOptions,
   type BackfillStats,
-} from './backfill.ts'
+  type DidDocs,
+} from './options.ts'
 export { RepoTable, type RepoCounts } from './repos.ts'
 export { indexedRecords, type IndexedRepo } from './reconcile.ts'
 export { fetchRepo, RepoFetchError } from './fetch-repo.ts'
