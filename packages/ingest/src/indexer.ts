@@ -18,6 +18,9 @@ import { StreamSource } from './source.ts'
 import { stageSeconds } from './stages.ts'
 import type { Writer } from './writer.ts'
 
+/** How long a partial batch waits, behind, for the frames still decoding (scheduleFlush). */
+const BEHIND_WAIT_MS = 1000
+
 const log = childLogger('indexer')
 const frames = counter('openplane_firehose_frames_total', 'Firehose frames by outcome', ['outcome'])
 const lagSeconds = gauge(
@@ -316,17 +319,28 @@ export class Indexer {
     } else this.scheduleFlush()
   }
 
+  /**
+   * Flushes a partial batch after a while. At the live tip that is `batchWaitMs`, for latency.
+   * Behind (frames enough to fill the batch are still decoding: a backlog, or decoding slower
+   * than writing, as when verifying) the batch waits for them, up to BEHIND_WAIT_MS: each batch
+   * costs statements and a commit whatever its size, and small ones written as fast as they
+   * come take the cores the decoding needs.
+   */
   private scheduleFlush(): void {
     if (this.timer || this.stopped) return
+    const behind = this.queued > this.opts.batchSize - this.pending.length
+    const wait = behind ? Math.max(this.opts.batchWaitMs, BEHIND_WAIT_MS) : this.opts.batchWaitMs
     this.timer = setTimeout(() => {
       this.timer = undefined
       void this.flush()
-    }, this.opts.batchWaitMs)
+    }, wait)
   }
 
   private flush(): Promise<void> {
     if (this.flushing) return this.flushing.then(() => this.flush())
     if (!this.pending.length) return Promise.resolve()
+    clearTimeout(this.timer)
+    this.timer = undefined
     const batch = this.pending.splice(0, this.opts.batchSize)
     // A full batch waiting behind this one is exactly what the next flush takes (events only
     // join at the end): the writer plans it while this one is written.
