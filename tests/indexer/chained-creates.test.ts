@@ -3,14 +3,10 @@
 // (a create of a record it already holds, its chain intact) makes the insert conflict: the batch
 // is planned again reading every row, and ends as the stock ends, the create ignored and the rest
 // of the batch, the same commit included, indexed. Nothing is skipped as an error.
-import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
-import { createIdentity } from '@openplane/identity'
-import { Writer, writerDeps, type CommitOp, type IngestEvent } from '@openplane/ingest'
+import type { CommitOp, IngestEvent } from '@openplane/ingest'
 import { registry } from '@openplane/telemetry'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PG_URL, uniqueName } from '../harness/env.ts'
-import { freePort } from '../harness/processes.ts'
-import { dropSchemas } from '../harness/stock-network.ts'
+import { openScratchWriter, type ScratchWriter } from '../harness/writer.ts'
 
 const DID = 'did:plc:chainedcreateschainedcre'
 const CID1 = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm'
@@ -51,25 +47,17 @@ const commit = (seq: number, since: string | null, ops: CommitOp[]): IngestEvent
 })
 
 describe('creates in a repo chained to the index', () => {
-  let db: Db
-  const schema = uniqueName('op_chained')
+  let scratch: ScratchWriter
 
   beforeAll(async () => {
-    db = createPgDb({ url: PG_URL, schema })
-    await migrateToLatest(db)
+    scratch = await openScratchWriter('op_chained')
   })
   afterAll(async () => {
-    await db?.close()
-    await dropSchemas([schema])
+    await scratch?.close()
   })
 
   it('end as the stock ends when the PDS creates a record it already holds', async () => {
-    const identity = createIdentity({
-      plcUrl: `http://127.0.0.1:${await freePort()}`,
-      allowPrivateNetwork: true,
-      timeoutMs: 200,
-    })
-    const writer = new Writer(db.db, writerDeps(identity, 200))
+    const { writer, db } = scratch
     await writer.applyBatch('chained-test', [
       commit(1, null, [like('3klikeaaaaa1', CID1)]),
       commit(2, '3krev1aaaaa', [post('3kpostaaaaa1', 'first')]),

@@ -3,14 +3,10 @@
 // round before planning, so no step misses a read and runs again. Counted, on real Postgres,
 // for commits whose own rows the index may hold (nothing known absent).
 import { jsonToLex } from '@atproto/lex-json'
-import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
-import { createIdentity } from '@openplane/identity'
-import { Writer, writerDeps, type CommitOp, type IngestEvent } from '@openplane/ingest'
+import type { CommitOp, IngestEvent } from '@openplane/ingest'
 import { registry } from '@openplane/telemetry'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PG_URL, uniqueName } from '../harness/env.ts'
-import { freePort } from '../harness/processes.ts'
-import { dropSchemas } from '../harness/stock-network.ts'
+import { openScratchWriter, type ScratchWriter } from '../harness/writer.ts'
 
 const ALICE = 'did:plc:planoncealiceplanoncealic'
 const BOB = 'did:plc:planoncebobplanoncebobpla'
@@ -65,25 +61,17 @@ const commit = (did: string, ops: CommitOp[]): IngestEvent => ({
 })
 
 describe('planning a batch', () => {
-  let db: Db
-  const schema = uniqueName('op_planonce')
+  let scratch: ScratchWriter
 
   beforeAll(async () => {
-    db = createPgDb({ url: PG_URL, schema })
-    await migrateToLatest(db)
+    scratch = await openScratchWriter('op_planonce')
   })
   afterAll(async () => {
-    await db?.close()
-    await dropSchemas([schema])
+    await scratch?.close()
   })
 
   it('runs each step once, creates and deletes of every kind alike', async () => {
-    const identity = createIdentity({
-      plcUrl: `http://127.0.0.1:${await freePort()}`,
-      allowPrivateNetwork: true,
-      timeoutMs: 200,
-    })
-    const writer = new Writer(db.db, writerDeps(identity, 200))
+    const { writer, db } = scratch
     await writer.applyBatch('plan-once', [
       commit(BOB, [create('app.bsky.feed.post', '3krootaaaaaa', { text: 'root' })]),
       commit(ALICE, [
