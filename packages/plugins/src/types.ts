@@ -143,8 +143,8 @@ export interface RecordPlugin<Rec = unknown, T extends TableName = TableName> {
   readsOnDelete?(uri: string): { table: TableName; where: Partial<Record<string, string>> }[]
   /**
    * Rows a create of this record reads beyond its own (a reply's thread and gate, say), as far as
-   * the record alone tells. A batch whose own rows need no reading (a fresh repo's backfill)
-   * loads them before it plans, so the step runs once instead of missing them first.
+   * the record alone tells. The writer loads them with the batch's first reads, before it plans,
+   * so the step runs once instead of missing them first.
    */
   readsOnCreate?(
     ref: RecordRef,

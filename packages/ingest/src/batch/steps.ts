@@ -6,7 +6,10 @@ import {
   pluginFor,
   parseRecord,
   type Reader,
+  type RecordPlugin,
+  type RecordRef,
   type RowWrite,
+  type TableName,
 } from '@openplane/plugins'
 import { childLogger, counter } from '@openplane/telemetry'
 import { refOf } from '../checks.ts'
@@ -180,38 +183,8 @@ function opStep(evt: Commit, op: CommitOp): Step {
     // batch loads it in one round, and the steps then run once instead of missing first.
     reads(plan) {
       if (!plugin) return
-      const state = plan.state
-      state.rows('record', { uri })
-      if (op.action !== 'create') {
-        state.rows('duplicate_record', { uri })
-        if (plugin.table) {
-          // A delete promotes the oldest duplicate in the record's place.
-          if (op.action === 'delete' && plugin.promoteDuplicateOnDelete !== false) {
-            state.rows('duplicate_record', { duplicateOf: uri })
-          }
-          state.rows(plugin.table, { uri })
-          for (const { table, where } of plugin.readsOnDelete?.(uri) ?? []) {
-            state.rows(table, where as Where)
-          }
-          if (plugin.unconditional)
-            readsOf(state, plugin.unconditional.delete(reader(state), uri).rows)
-        }
-        if (op.action === 'delete') return
-      }
-      const got = parse(plugin)
-      if ('err' in got) return
       try {
-        readsOf(state, plugin.unconditional?.create(ref, got.rec))
-        for (const { table, where } of plugin.readsOnCreate?.(ref, got.rec) ?? []) {
-          state.rows(table, where as Where)
-        }
-        if (!plugin.table) return
-        state.rows(plugin.table, { uri })
-        if (plugin.findDuplicate) {
-          state.rows('duplicate_record', { uri })
-          plugin.findDuplicate(reader(state), ref, got.rec)
-        }
-        readsOf(state, plugin.insertsOnCreate?.(ref, got.rec))
+        readsOfOp(plan.state, plugin, op, ref, () => parse(plugin))
       } catch {
         // Only a hint: whatever is wrong with the record, the step meets and reports it.
       }
@@ -271,6 +244,46 @@ function parseOnce(parse: () => unknown): { rec: unknown } | { err: unknown } {
   } catch (err) {
     return { err }
   }
+}
+
+/** What a record op reads when it runs, noted (nothing is written): see opStep's `reads`. */
+function readsOfOp(
+  state: BatchState,
+  plugin: RecordPlugin<unknown, TableName>,
+  op: CommitOp,
+  ref: RecordRef,
+  parse: () => { rec: unknown } | { err: unknown },
+): void {
+  const uri = ref.uri
+  state.rows('record', { uri })
+  if (op.action !== 'create') {
+    state.rows('duplicate_record', { uri })
+    if (plugin.table) {
+      // A delete promotes the oldest duplicate in the record's place.
+      if (op.action === 'delete' && plugin.promoteDuplicateOnDelete !== false) {
+        state.rows('duplicate_record', { duplicateOf: uri })
+      }
+      state.rows(plugin.table, { uri })
+      for (const { table, where } of plugin.readsOnDelete?.(uri) ?? []) {
+        state.rows(table, where as Where)
+      }
+      if (plugin.unconditional) readsOf(state, plugin.unconditional.delete(reader(state), uri).rows)
+    }
+    if (op.action === 'delete') return
+  }
+  const got = parse()
+  if ('err' in got) return
+  readsOf(state, plugin.unconditional?.create(ref, got.rec))
+  for (const { table, where } of plugin.readsOnCreate?.(ref, got.rec) ?? []) {
+    state.rows(table, where as Where)
+  }
+  if (!plugin.table) return
+  state.rows(plugin.table, { uri })
+  if (plugin.findDuplicate) {
+    state.rows('duplicate_record', { uri })
+    plugin.findDuplicate(reader(state), ref, got.rec)
+  }
+  readsOf(state, plugin.insertsOnCreate?.(ref, got.rec))
 }
 
 /** Notes the reads that applying `rows` makes (a hint: nothing is written). */
