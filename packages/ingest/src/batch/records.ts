@@ -11,7 +11,8 @@ import type { Row, Where } from './state.ts'
 type LexValue = Parameters<typeof lexStringify>[0]
 type AnyPlugin = RecordPlugin<unknown, TableName>
 // Plugins see the state through the typed read-only view.
-const reader = (plan: Plan): Reader => plan.state as unknown as Reader
+export const readerOf = (state: Plan['state']): Reader => state as unknown as Reader
+const reader = (plan: Plan): Reader => readerOf(plan.state)
 
 function insertPrimary(plan: Plan, plugin: AnyPlugin, ref: RecordRef, rec: unknown): Row | null {
   const values = plugin.toRow(reader(plan), ref, rec)

@@ -5,7 +5,6 @@ import {
   InvalidRecordError,
   pluginFor,
   parseRecord,
-  type Reader,
   type RecordPlugin,
   type RecordRef,
   type RowWrite,
@@ -16,7 +15,7 @@ import { refOf } from '../checks.ts'
 import type { CommitOp, IngestEvent } from '../events.ts'
 import type { Plan } from './plan.ts'
 import type { Step } from './planner.ts'
-import { createRecord, deleteRecord, rememberJson, updateRecord } from './records.ts'
+import { createRecord, deleteRecord, readerOf, rememberJson, updateRecord } from './records.ts'
 import type { BatchState, Row, Where } from './state.ts'
 
 const log = childLogger('writer')
@@ -267,7 +266,8 @@ function readsOfOp(
       for (const { table, where } of plugin.readsOnDelete?.(uri) ?? []) {
         state.rows(table, where as Where)
       }
-      if (plugin.unconditional) readsOf(state, plugin.unconditional.delete(reader(state), uri).rows)
+      if (plugin.unconditional)
+        readsOf(state, plugin.unconditional.delete(readerOf(state), uri).rows)
     }
     if (op.action === 'delete') return
   }
@@ -281,7 +281,7 @@ function readsOfOp(
   state.rows(plugin.table, { uri })
   if (plugin.findDuplicate) {
     state.rows('duplicate_record', { uri })
-    plugin.findDuplicate(reader(state), ref, got.rec)
+    plugin.findDuplicate(readerOf(state), ref, got.rec)
   }
   readsOf(state, plugin.insertsOnCreate?.(ref, got.rec))
 }
@@ -293,8 +293,6 @@ function readsOf(state: BatchState, rows: RowWrite[] | undefined): void {
     else state.rows(row.table, row.where as Where)
   }
 }
-
-const reader = (state: BatchState): Reader => state as unknown as Reader
 
 /** A record the lexicon or the stock's rules refuse: skipped and counted as invalid. */
 class Dropped extends Error {}
