@@ -168,7 +168,7 @@ describe('openplane appview', () => {
     // No dataplane of its own: nothing listens on a bsky.Service port, nothing indexes.
     expect(alone.output()).not.toContain('bsky.Service listening')
     expect(alone.output()).not.toContain('indexer starting')
-    expect(await alone.stop('SIGTERM')).toBe(0)
+    expect(await alone.stop('SIGTERM'), alone.output().slice(-4000)).toBe(0)
   })
 
   it('stops cleanly on SIGTERM and keeps its signing key across a restart', async () => {
@@ -178,7 +178,13 @@ describe('openplane appview', () => {
     const key = await publishedKey(appview)
     expect(key).toBe((await Secp256k1Keypair.import(stored)).did())
 
-    expect(await stack.stop('SIGTERM')).toBe(0)
+    // Twice, the second while the first drains (an orchestrator repeating itself): still a clean
+    // stop, not the signal's default action.
+    stack.proc.kill('SIGTERM')
+    for (let i = 0; i < 100 && !stack.output().includes('"msg":"stopping"'); i++) {
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    expect(await stack.stop('SIGTERM'), stack.output().slice(-4000)).toBe(0)
     expect(stack.output()).toContain('"msg":"stopping"')
     expect(await refused(`${appview}/xrpc/_health`)).toBe(true)
     expect(await refused(`http://127.0.0.1:${dataplanePort}/_live`)).toBe(true)
@@ -189,7 +195,7 @@ describe('openplane appview', () => {
     expect(stack.output()).not.toContain('generated the AppView signing key')
     // The index survived too: the cursor resumed, the profile is still there.
     expect((await getProfile(appview, did)).handle).toBe('alice.test')
-    expect(await stack.stop('SIGTERM')).toBe(0)
+    expect(await stack.stop('SIGTERM'), stack.output().slice(-4000)).toBe(0)
   })
 
   it('refuses a bad setting by name before starting anything', () => {

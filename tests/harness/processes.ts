@@ -21,7 +21,8 @@ export interface Child {
   proc: ChildProcess
   url: string
   output(): string
-  stop(signal?: NodeJS.Signals): Promise<number | null>
+  /** The exit code, or the name of the signal that ended the process. */
+  stop(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals | null>
 }
 
 export async function spawnReady(
@@ -42,7 +43,11 @@ export async function spawnReady(
   let out = ''
   proc.stdout!.on('data', (d) => (out += d))
   proc.stderr!.on('data', (d) => (out += d))
-  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)))
+  // A signal's name when one ended it: a crash (SIGSEGV, SIGABRT) reads apart from an unhandled
+  // SIGTERM in a failed assertion.
+  const exited = new Promise<number | NodeJS.Signals | null>((r) =>
+    proc.once('exit', (code, signal) => r(code ?? signal)),
+  )
   const deadline = Date.now() + readyWithinMs
   for (;;) {
     if (proc.exitCode !== null)

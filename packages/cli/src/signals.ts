@@ -19,8 +19,10 @@ export function stopOnSignals(log: Logger, stop: () => Promise<number>): void {
     }, STOP_BOUND_MS).unref()
     process.exit(await stop())
   }
-  process.once('SIGTERM', () => void run('SIGTERM'))
-  process.once('SIGINT', () => void run('SIGINT'))
+  // Kept for the whole stop, not once: a second SIGTERM (an orchestrator repeating itself) would
+  // otherwise meet the default action and end the process mid-drain, by signal.
+  process.on('SIGTERM', () => void run('SIGTERM'))
+  process.on('SIGINT', () => void run('SIGINT'))
   // Started by a supervisor (DATAPLANE_PROCESSES): when it is gone, so is this process's reason
   // to run.
   if (process.send) process.once('disconnect', () => void run('supervisor gone'))

@@ -15,23 +15,31 @@ interface Secp256k1 {
 }
 
 const require = createRequire(import.meta.url)
+
+interface Backend {
+  secp: Secp256k1
+  name: 'libsecp256k1' | 'elliptic'
+}
 /**
  * The native binding, or the package's pure-JS fallback (elliptic) where it cannot load; which
- * one runs is reported by signatureBackend().
+ * one runs is reported by signatureBackend(). Loaded at the first secp256k1 check, not on import:
+ * every process and thread that parses frames imports this module, most never verify, and a
+ * native addon loaded there is one more thing torn down at each thread's and the process's end.
  */
-let secp: Secp256k1
-let backend: 'libsecp256k1' | 'elliptic'
-try {
-  secp = require('secp256k1/bindings') as Secp256k1
-  backend = 'libsecp256k1'
-} catch {
-  secp = require('secp256k1/elliptic') as Secp256k1
-  backend = 'elliptic'
+let loaded: Backend | undefined
+function secp256k1(): Backend {
+  if (loaded) return loaded
+  try {
+    loaded = { secp: require('secp256k1/bindings') as Secp256k1, name: 'libsecp256k1' }
+  } catch {
+    loaded = { secp: require('secp256k1/elliptic') as Secp256k1, name: 'elliptic' }
+  }
+  return loaded
 }
 
 /** Which secp256k1 implementation checks signatures in this process. */
 export function signatureBackend(): 'libsecp256k1' | 'elliptic' {
-  return backend
+  return secp256k1().name
 }
 
 /** P-256's group order halved: a signature's s above it is the high-S twin, refused. */
@@ -108,7 +116,7 @@ export function verifySignature(didKey: string, data: Uint8Array, sig: Uint8Arra
   const key = prepare(didKey)
   if (key.alg === 'ES256K') {
     try {
-      return secp.ecdsaVerify(sig, hash('sha256', data, 'buffer'), key.key)
+      return secp256k1().secp.ecdsaVerify(sig, hash('sha256', data, 'buffer'), key.key)
     } catch {
       return false
     }
