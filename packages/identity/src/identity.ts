@@ -1,8 +1,9 @@
 // DID and handle resolution: PLC / did:web for documents, DNS then HTTPS well-known for handles,
 // both cached. A handle counts only if it resolves back to the DID (bidirectional check).
-import { DidPlcResolver, IdResolver, getDid, getHandle, type DidDocument } from '@atproto/identity'
+import { IdResolver, getDid, getHandle, type DidDocument } from '@atproto/identity'
 import { BoundedDidCache } from './did-cache.ts'
 import { KeptClient } from './kept-client.ts'
+import { checkedByHand, KeptPlcResolver } from './plc-resolver.ts'
 
 export interface IdentityOptions {
   plcUrl: string
@@ -60,10 +61,8 @@ export function createIdentity(opts: IdentityOptions): Identity {
   // The directory is the operator's choice: its documents come over kept connections
   // (kept-client.ts); did:web hosts and handles, named by the network, keep the guarded fetch.
   const plc = new KeptClient({ sockets: opts.plcConnections ?? 32 })
-  resolver.did.methods.set(
-    'plc',
-    new DidPlcResolver(opts.plcUrl, timeout, undefined, plc.asFetch()),
-  )
+  resolver.did.methods.set('plc', new KeptPlcResolver(opts.plcUrl, timeout, plc))
+  checkedByHand(resolver.did)
   const testHosts = opts.testHandles ? new KeptClient() : undefined
   const handleTtl = opts.handleTtlMs ?? 10 * 60_000
   const handles = new Map<string, { did: string | undefined; at: number }>()

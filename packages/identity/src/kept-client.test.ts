@@ -46,17 +46,6 @@ describe('KeptClient', () => {
     client.close()
   })
 
-  it('answers as a fetch: status and body, headers sent', async () => {
-    const client = new KeptClient()
-    const fetch = client.asFetch()
-    const ok = await fetch(new URL('/doc', base), { headers: { accept: 'application/json' } })
-    expect(ok.status).toBe(200)
-    expect(await ok.text()).toContain('application/json')
-    const missing = await fetch(new URL('/missing', base))
-    expect(missing.status).toBe(404)
-    client.close()
-  })
-
   it('gives up when its signal aborts, and refuses a body over its bound', async () => {
     const client = new KeptClient()
     await expect(

@@ -77,25 +77,6 @@ export class KeptClient {
     })
   }
 
-  /**
-   * This client as a `fetch` for libraries that take one: GET only, the body buffered, redirects
-   * answered as they come (never followed).
-   */
-  asFetch(): typeof fetch {
-    return async (input, init) => {
-      const url = new URL(input instanceof Request ? input.url : input)
-      if (init?.method && init.method !== 'GET')
-        throw new Error(`only GET is supported, not ${init.method}`)
-      const headers = Object.fromEntries(new Headers(init?.headers).entries())
-      const res = await this.get(url, { headers, ...(init?.signal ? { signal: init.signal } : {}) })
-      if (res.status < 200 || res.status > 599) {
-        throw new Error(`unexpected status ${res.status} from ${url.host}`)
-      }
-      const empty = res.status === 204 || res.status === 205 || res.status === 304
-      return new Response(empty ? null : res.body, { status: res.status })
-    }
-  }
-
   close(): void {
     this.httpAgent.destroy()
     this.httpsAgent.destroy()
