@@ -19,14 +19,17 @@ interface Queued {
   reject: (err: unknown) => void
 }
 
+/** What the committer needs of the writer. */
+export type RepoWrites = Pick<Writer, 'applyRepos'>
+
 export class Committer {
-  private readonly writer: Writer
+  private readonly writer: RepoWrites
   /** Record ops per transaction at most (a chunk is never split). */
   private readonly maxOps: number
   private readonly queue: Queued[] = []
   private running = false
 
-  constructor(writer: Writer, maxOps: number) {
+  constructor(writer: RepoWrites, maxOps: number) {
     this.writer = writer
     this.maxOps = maxOps
   }
@@ -43,19 +46,22 @@ export class Committer {
   private async run(): Promise<void> {
     this.running = true
     try {
+      // The group after the one being written, fixed when that one is planned: the writer plans
+      // it meanwhile, and the plan is used only for exactly that group.
+      let following = 0
+      const next = () => {
+        following = this.groupSize()
+        return this.queue.slice(0, following).map((q) => q.chunk)
+      }
       while (this.queue.length) {
-        const take: Queued[] = []
-        let ops = 0
-        while (this.queue.length && (!take.length || ops + this.queue[0]!.ops <= this.maxOps)) {
-          const q = this.queue.shift()!
-          take.push(q)
-          ops += q.ops
-        }
+        const take = this.queue.splice(0, following || this.groupSize())
+        following = 0
         try {
           const done = take.flatMap((q) => (q.done ? [q.done] : []))
           await this.retrying(
             take.map((q) => q.chunk),
             done,
+            next,
           )
           for (const q of take) q.resolve()
         } catch (err) {
@@ -67,11 +73,26 @@ export class Committer {
     }
   }
 
+  /** How many queued chunks, from the head, make the next transaction. */
+  private groupSize(): number {
+    let n = 0
+    let ops = 0
+    while (n < this.queue.length && (!n || ops + this.queue[n]!.ops <= this.maxOps)) {
+      ops += this.queue[n]!.ops
+      n++
+    }
+    return n
+  }
+
   /** A transaction Postgres refused as a whole is tried again (the writer settles a lost COMMIT). */
-  private async retrying(chunks: RepoChunk[], done: DoneRepo[]): Promise<void> {
+  private async retrying(
+    chunks: RepoChunk[],
+    done: DoneRepo[],
+    next: () => RepoChunk[],
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.writer.applyRepos(chunks, (tx) => markDone(tx, done))
+        await this.writer.applyRepos(chunks, (tx) => markDone(tx, done), next)
         return
       } catch (err) {
         if (attempt >= 5) throw err

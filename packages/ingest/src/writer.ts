@@ -160,10 +160,13 @@ export class Writer {
    * the live events held for it that are newer than the fetched rev (all of them, when it could
    * not be fetched); such repos are released once it commits. `mark` runs even when there is
    * nothing else to write. Retried like applyBatch (one caller: the backfill writes in turn).
+   * `next`: asked once these are planned, the chunks the caller will write next, planned while
+   * these are written.
    */
   applyRepos(
     parts: RepoChunk[],
     mark: (tx: Kysely<DatabaseSchema>) => Promise<void>,
+    next?: () => RepoChunk[],
   ): Promise<void> {
     return this.exclusive(async () => {
       // A finishing repo whose held posts refer to a repo still held keeps them held, waiting
@@ -187,7 +190,17 @@ export class Writer {
       })
       // The live events held for these repos are published; what the fetches made is not.
       const fetched = new Set(parts.flatMap((p) => p.events))
-      await this.write(BACKFILL_SOURCE, this.orFiller(batch), 0, position, undefined, fetched)
+      // Planned ahead unless a next repo finishing would bring held live events along: those are
+      // known only when it is written (and a plan for other events is discarded then anyway).
+      const following =
+        next &&
+        (() => {
+          const chunks = next()
+          return chunks.every((p) => !p.finish || !this.gate.hasHeld(p.did))
+            ? chunks.flatMap((p) => p.events)
+            : []
+        })
+      await this.write(BACKFILL_SOURCE, this.orFiller(batch), 0, position, following, fetched)
       for (const p of parts) {
         if (!p.finish) continue
         const holder = deferred.get(p.did)
@@ -272,7 +285,7 @@ export class Writer {
     batch: IngestEvent[],
     cursor: number,
     position: Position,
-    nextBatch?: IngestEvent[],
+    nextBatch?: IngestEvent[] | (() => IngestEvent[]),
     fetched?: ReadonlySet<IngestEvent>,
   ): Promise<void> {
     if (!batch.length) return
@@ -289,7 +302,7 @@ export class Writer {
       throw err
     })
     const schema = await this.schema
-    let early = await this.planAhead.take(source, batch, this.versions())
+    let early = await this.planAhead.take(source, batch, this.versions(source))
     if (!early) {
       const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
       early = await earlyWork(this.db, this.deps, schema, batch)
@@ -299,16 +312,15 @@ export class Writer {
     // The next batch is prepared and planned on this one's plan while this one is written.
     // (Held events are set aside again when that batch is written; a change of the gate meanwhile
     // discards this plan.)
-    const next =
-      nextBatch?.length && planned
-        ? this.planAhead.start(
-            source,
-            schema,
-            this.gate.divert(scoped(this.scope, nextBatch, true), true),
-            early,
-            this.versions(),
-          )
-        : undefined
+    // A backfill's events are neither scoped nor held: they are what a held repo waits for.
+    const following = !planned
+      ? undefined
+      : typeof nextBatch === 'function'
+        ? nextBatch()
+        : nextBatch && this.gate.divert(scoped(this.scope, nextBatch, true), true)
+    const next = following?.length
+      ? this.planAhead.start(source, schema, following, early, this.versions(source))
+      : undefined
     const attempt = {
       source,
       batch,
@@ -343,8 +355,13 @@ export class Writer {
     log.debug({ events: batch.length, cursor }, 'batch applied')
   }
 
-  /** What a batch planned ahead was scoped and diverted by. */
-  private versions(): string {
+  /**
+   * What a batch planned ahead was scoped and diverted by. Nothing, for the backfill's: its plan
+   * stands whatever repos are held meanwhile (the batch's events, compared at its turn, still
+   * catch held events joining a finishing repo).
+   */
+  private versions(source: string): string {
+    if (source === BACKFILL_SOURCE) return BACKFILL_SOURCE
     return `${this.gate.version}/${this.scope?.version ?? 0}`
   }
 
