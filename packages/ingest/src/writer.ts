@@ -150,7 +150,10 @@ export class Writer {
       // The stream time the cursor moves to: the last event with a repo (skips carry ours).
       const time = batch.findLast((e) => e.did !== '')?.time
       const position = cursorPosition(source, cursor, held, time)
-      return this.write(source, events, cursor, position, opts.next)
+      // Set aside again as the gate stands once this batch is planned.
+      const next = opts.next
+      const following = next && (() => this.gate.divert(scoped(this.scope, next, true), true))
+      return this.write(source, events, cursor, position, following)
     })
   }
 
@@ -192,6 +195,7 @@ export class Writer {
       const fetched = new Set(parts.flatMap((p) => p.events))
       // Planned ahead unless a next repo finishing would bring held live events along: those are
       // known only when it is written (and a plan for other events is discarded then anyway).
+      // Fetched events are neither scoped nor held: they are what a held repo waits for.
       const following =
         next &&
         (() => {
@@ -285,7 +289,8 @@ export class Writer {
     batch: IngestEvent[],
     cursor: number,
     position: Position,
-    nextBatch?: IngestEvent[] | (() => IngestEvent[]),
+    /** The next batch, asked once this one is planned; planned while this one is written. */
+    nextBatch?: () => IngestEvent[],
     fetched?: ReadonlySet<IngestEvent>,
   ): Promise<void> {
     if (!batch.length) return
@@ -312,12 +317,7 @@ export class Writer {
     // The next batch is prepared and planned on this one's plan while this one is written.
     // (Held events are set aside again when that batch is written; a change of the gate meanwhile
     // discards this plan.)
-    // A backfill's events are neither scoped nor held: they are what a held repo waits for.
-    const following = !planned
-      ? undefined
-      : typeof nextBatch === 'function'
-        ? nextBatch()
-        : nextBatch && this.gate.divert(scoped(this.scope, nextBatch, true), true)
+    const following = planned && nextBatch?.()
     const next = following?.length
       ? this.planAhead.start(source, schema, following, early, this.versions(source))
       : undefined
