@@ -81,6 +81,7 @@ export async function startIndexerOn(
     // Frames decode on a worker, as the dataplane runs by default.
     decodeWorkers: opts.decodeWorkers ?? 1,
     identity: identityOptions,
+    keys: (did, refresh) => deps.signingKey(did, refresh),
     batchSize: opts.batchSize ?? 100,
     batchWaitMs: 5,
     initialCursor: opts.initialCursor ?? 0,

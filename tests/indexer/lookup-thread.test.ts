@@ -1,11 +1,14 @@
 // The writer's lookups on their own thread answer as they do on the writer's: a verified handle,
 // null for a claim that does not verify, undefined for an identity that cannot be resolved,
-// whether a PDS still hosts a repo (or an error when it cannot tell), and DID documents. A small
+// whether a PDS still hosts a repo (or an error when it cannot tell), DID documents and keys. A small
 // HTTP server plays PLC and the PDS.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { lookupThread, type LookupThread } from '@openplane/ingest'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+// A secp256k1 public key, multibase (the example key of the atproto specification).
+const SIGNER_KEY = 'zQ3shXjHeiBuRCKmM36cuYnm7YEMzhGnCmCyW92sRJ9pribSF'
 
 describe('lookups on their own thread', () => {
   let server: http.Server
@@ -29,6 +32,17 @@ describe('lookups on their own thread', () => {
         '/did:plc:mallory': doc('did:plc:mallory', 'bob.test'),
         '/did:plc:gone': doc('did:plc:gone', 'gone.test'),
         '/did:plc:broken': doc('did:plc:broken', 'broken.test'),
+        '/did:plc:signer': {
+          ...doc('did:plc:signer', 'signer.test'),
+          verificationMethod: [
+            {
+              id: 'did:plc:signer#atproto',
+              type: 'Multikey',
+              controller: 'did:plc:signer',
+              publicKeyMultibase: SIGNER_KEY,
+            },
+          ],
+        },
       }
       const json = (status: number, body: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json' })
@@ -95,6 +109,16 @@ describe('lookups on their own thread', () => {
     expect(doc.id).toBe('did:plc:gone')
     expect(doc.alsoKnownAs).toEqual(['at://gone.test'])
     await expect(lookups.ensureResolve('did:plc:nobody')).rejects.toThrow(/nobody/)
+  })
+
+  it("gives a DID's signing key from the document the handle checks use", async () => {
+    expect(await lookups.signingKey('did:plc:signer', false)).toBe(`did:key:${SIGNER_KEY}`)
+    // One document for both: the handle check after the key asks the network nothing new.
+    const before = asked.filter((p) => p === '/did:plc:signer').length
+    await lookups.resolveHandle('did:plc:signer', false)
+    expect(asked.filter((p) => p === '/did:plc:signer').length).toBe(before)
+    expect(await lookups.signingKey('did:plc:alice', false)).toBeNull()
+    expect(await lookups.signingKey('did:plc:nobody', false)).toBeNull()
   })
 
   it('refuses lookups once stopped', async () => {

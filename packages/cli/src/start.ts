@@ -152,6 +152,7 @@ export async function start(config: Config): Promise<Running> {
         verify: config.verifyCommits,
         decodeWorkers: config.decodeWorkers,
         identity: identityOptions,
+        keys: (did, refresh) => deps.signingKey(did, refresh),
         batchSize: config.batchSize,
         batchWaitMs: config.batchWaitMs,
         initialCursor: config.initialCursor,

@@ -15,12 +15,12 @@
 // reference does not check, a commit proof that does not undo, is refused here.
 import { BytesWrapper, decodeFirst, encode as encodeCbor } from '@atcute/cbor'
 import { CidLinkWrapper, toString as cidString } from '@atcute/cid'
-import { MemoryBlockStore, NodeStore, NodeWalker, type BlockMap } from '@atcute/mst'
+import { NodeWalker, type BlockMap, type NodeStore } from '@atcute/mst'
 import { cborToLexRecord } from '@atproto/repo'
 import { verifySignature } from '@openplane/signatures'
 import { counter } from '@openplane/telemetry'
 import { hashMatches, openCar, sameBytes, signedCommit, type SignedCommit } from './commit-block.ts'
-import { invertsTo } from './commit-proof.ts'
+import { invertsTo, proofNodes } from './commit-proof.ts'
 import type { CommitOp, IngestEvent } from './events.ts'
 import { isDid, isObj, isSeq, isTime } from './frame-values.ts'
 
@@ -102,14 +102,15 @@ export async function verifyCommitFrame(
   const { blocks } = car
   if (!(await signedBy(commit, frame.repo, keyOf))) return undefined
   try {
-    if (!(await proven(blocks, commit.data.$link, frame.ops))) return undefined
+    const nodes = proofNodes(blocks)
+    if (!(await proven(nodes, commit.data.$link, frame.ops))) return undefined
     const records = frame.ops.map((op) => (op.cid ? blocks.get(op.cid.$link) : undefined))
     // The reference reads every proven record and refuses the commit when one is missing.
     if (frame.ops.some((op, i) => op.action !== 'delete' && !records[i])) return undefined
     const decoded = commitOf(frame, records)
     if (frame.prevData) {
       const holds = await invertsTo(
-        blocks,
+        nodes,
         commit.data.$link,
         frame.ops.map((op) => ({ action: op.action, path: op.path, prev: op.prev })),
         frame.prevData.$link,
@@ -261,10 +262,9 @@ async function signedBy(commit: SignedCommit, did: string, keyOf: KeyOf): Promis
  * Whether the tree at `root` holds each created or updated record at its path with its CID and
  * no record at a deleted path (what the reference's inclusion and exclusion checks decide).
  */
-async function proven(blocks: BlockMap, root: string, ops: WantedOp[]): Promise<boolean> {
-  const store = new NodeStore(new MemoryBlockStore(blocks))
+async function proven(nodes: NodeStore, root: string, ops: WantedOp[]): Promise<boolean> {
   for (const op of ops) {
-    const walker = await NodeWalker.create(store, root)
+    const walker = await NodeWalker.create(nodes, root)
     const found = await walker.findRpath(op.path)
     if (op.action === 'delete' ? found !== null : found?.$link !== op.cid!.$link) return false
   }

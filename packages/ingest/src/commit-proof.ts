@@ -23,17 +23,28 @@ export interface ProofOp {
 }
 
 /**
- * Whether undoing `ops` on the tree at `root` (over `blocks`) gives `prevData` (null: the repo
- * was empty). False when a node it needs is missing, or an op has no prev where it needs one.
+ * A commit's tree nodes over its frame's blocks, nodes made while undoing its ops kept apart.
+ * One per commit, shared by the op proofs and the commit proof: each node is decoded, and its
+ * keys' heights hashed, once.
+ */
+export function proofNodes(blocks: BlockMap): NodeStore {
+  return new NodeStore(
+    new OverlayBlockStore(new MemoryBlockStore(), new ReadonlyMemoryBlockStore(blocks)),
+  )
+}
+
+/**
+ * Whether undoing `ops` on the tree at `root` (over `nodes`, from proofNodes) gives `prevData`
+ * (null: the repo was empty). False when a node it needs is missing, or an op has no prev where
+ * it needs one.
  */
 export async function invertsTo(
-  blocks: BlockMap,
+  nodes: NodeStore,
   root: string,
   ops: ProofOp[],
   prevData: string | null,
 ): Promise<boolean> {
-  const store = new OverlayBlockStore(new MemoryBlockStore(), new ReadonlyMemoryBlockStore(blocks))
-  const wrangler = new NodeWrangler(new NodeStore(store))
+  const wrangler = new NodeWrangler(nodes)
   let at: string | null = root
   try {
     for (const op of ops) {

@@ -2,8 +2,9 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import type { IdResolver } from '@atproto/identity'
 import { createIdentity } from '@openplane/identity'
+import { AskedKeys, type KeyReplies } from './asked-keys.ts'
 import { decodeChecked, type WorkerReply, type WorkerRequest, type WorkerSetup } from './decoder.ts'
-import type { FrameResult } from './frames.ts'
+import type { FrameOptions, FrameResult } from './frames.ts'
 import { threadCpuSeconds } from './stages.ts'
 
 const setup = workerData as WorkerSetup
@@ -11,37 +12,53 @@ const setup = workerData as WorkerSetup
 const idResolver = setup.identity
   ? createIdentity(setup.identity).idResolver
   : (undefined as unknown as IdResolver)
-const opts = { verify: setup.verify, idResolver }
+const keys = setup.askKeys
+  ? new AskedKeys((asked) => parentPort!.postMessage(asked), {
+      max: setup.identity?.cacheSize ?? 50_000,
+      freshMs: setup.identity?.didStaleMs ?? 60 * 60_000,
+    })
+  : undefined
+const opts: FrameOptions = { verify: setup.verify, idResolver, keyOf: keys?.keyOf }
 
-// One message at a time: in verifying mode decoding awaits key lookups, and interleaved messages
-// would blur each one's time (and put no more work on this thread's core anyway).
-let queue = Promise.resolve()
-parentPort!.on('message', (req: WorkerRequest) => {
-  queue = queue.then(() => handle(req))
+// Messages are decoded as they come: in verifying mode one waiting for a key it had to ask for
+// does not hold back the next. The parent pairs replies with frames by id, in any order.
+parentPort!.on('message', (msg: WorkerRequest | KeyReplies) => {
+  if ('keyReplies' in msg) return keys?.answered(msg)
+  void handle(msg)
 })
+
+// Time and CPU are reported since the previous reply, so messages that overlap count once.
+let lastReply = performance.now()
+let cpuMark = threadCpuSeconds()
 
 async function handle(req: WorkerRequest): Promise<void> {
   const started = performance.now()
-  const cpuBefore = threadCpuSeconds()
-  const results: FrameResult[] = []
+  // A message's frames are started together: those whose keys must be asked for wait on one
+  // question while the others are checked.
+  const decoding: Promise<FrameResult>[] = []
   let start = 0
   for (const end of req.ends) {
     // decodeChecked reports bad input as results; anything it throws is a bug, reported alike
     // rather than leaving the writer's thread waiting for an answer.
-    const res = await decodeChecked(req.bytes.subarray(start, end), opts).catch(
+    const res = decodeChecked(req.bytes.subarray(start, end), opts).catch(
       (err: unknown): FrameResult => ({
         kind: 'malformed',
         reason: `decoding failed: ${(err as Error).message}`,
       }),
     )
-    results.push(res)
+    decoding.push(res)
     start = end
   }
+  const results = await Promise.all(decoding)
+  const now = performance.now()
+  const cpu = threadCpuSeconds()
   const reply: WorkerReply = {
     id: req.id,
     results,
-    seconds: (performance.now() - started) / 1000,
-    cpuSeconds: threadCpuSeconds() - cpuBefore,
+    seconds: (now - Math.max(started, lastReply)) / 1000,
+    cpuSeconds: cpu - cpuMark,
   }
+  lastReply = now
+  cpuMark = cpu
   parentPort!.postMessage(reply)
 }

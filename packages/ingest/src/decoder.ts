@@ -9,6 +9,7 @@ import type { IdResolver } from '@atproto/identity'
 import { decodeCid } from '@atproto/lex-data'
 import type { IdentityOptions } from '@openplane/identity'
 import { childLogger, counter } from '@openplane/telemetry'
+import { answerKeys, type KeyLookup, type KeyRequests } from './asked-keys.ts'
 import { checkRecords } from './checks.ts'
 import { decodeFrame, type FrameOptions, type FrameResult } from './frames.ts'
 import { decodeCpuSeconds, stageSeconds, threadCpuSeconds } from './stages.ts'
@@ -34,6 +35,11 @@ export interface DecoderOptions {
   workers: number
   /** How a worker builds its own resolver; required to verify on workers. */
   identity?: IdentityOptions
+  /**
+   * Where workers get signing keys when verifying (the writer's lookup thread, whose cache its
+   * handle checks share); without it each worker resolves documents itself.
+   */
+  keys?: KeyLookup
 }
 
 /** Decodes a frame and checks its records: what a worker does for each frame. */
@@ -44,7 +50,12 @@ export async function decodeChecked(bytes: Uint8Array, opts: FrameOptions): Prom
 }
 
 export function createDecoder(opts: DecoderOptions): FrameDecoder {
-  const frameOpts = { verify: opts.verify, idResolver: opts.idResolver }
+  const { keys } = opts
+  const frameOpts: FrameOptions = {
+    verify: opts.verify,
+    idResolver: opts.idResolver,
+    keyOf: keys && (async (did, refresh) => (await keys(did, refresh)) ?? noKey(did)),
+  }
   if (opts.workers <= 0) {
     return {
       async decode(bytes) {
@@ -63,15 +74,22 @@ export function createDecoder(opts: DecoderOptions): FrameDecoder {
   }
   return new WorkerDecoder(
     opts.workers,
-    { verify: opts.verify, identity: opts.identity },
+    { verify: opts.verify, identity: opts.identity, askKeys: opts.verify && !!opts.keys },
     frameOpts,
+    opts.keys,
   )
+}
+
+function noKey(did: string): never {
+  throw new Error(`no signing key for ${did}`)
 }
 
 /** What a worker is started with. */
 export interface WorkerSetup {
   verify: boolean
   identity?: IdentityOptions
+  /** Signing keys are asked of the starting thread (asked-keys.ts). */
+  askKeys?: boolean
 }
 
 /** Frames sent as one message: packed into one buffer (the ws buffers may share a slab). */
@@ -83,7 +101,10 @@ export interface WorkerRequest {
 export interface WorkerReply {
   id: number
   results: FrameResult[]
-  /** The worker's time on these frames, and its thread's CPU time. */
+  /**
+   * The worker's time and its thread's CPU time since its previous reply (messages it decodes
+   * at once count once).
+   */
   seconds: number
   cpuSeconds: number
 }
@@ -110,6 +131,7 @@ class WorkerDecoder implements FrameDecoder {
   private readonly slots: Slot[] = []
   private readonly setup: WorkerSetup
   private readonly frameOpts: FrameOptions
+  private readonly keys: KeyLookup | undefined
   private queue: Waiting[] = []
   private scheduled = false
   private nextId = 0
@@ -118,9 +140,15 @@ class WorkerDecoder implements FrameDecoder {
   private readonly exits = new WorkerExits()
   private here = false
 
-  constructor(workers: number, setup: WorkerSetup, frameOpts: FrameOptions) {
+  constructor(
+    workers: number,
+    setup: WorkerSetup,
+    frameOpts: FrameOptions,
+    keys: KeyLookup | undefined,
+  ) {
     this.setup = setup
     this.frameOpts = frameOpts
+    this.keys = keys
     for (let i = 0; i < workers; i++) this.slots.push(this.spawn())
   }
 
@@ -172,7 +200,8 @@ class WorkerDecoder implements FrameDecoder {
       workerData: this.setup,
     })
     const slot: Slot = { worker, sent: new Map(), frames: 0 }
-    worker.on('message', (reply: WorkerReply) => {
+    worker.on('message', (reply: WorkerReply | KeyRequests) => {
+      if ('keys' in reply) return void this.answerKeys(worker, reply)
       const sent = slot.sent.get(reply.id)
       if (!sent) return
       slot.sent.delete(reply.id)
@@ -204,6 +233,15 @@ class WorkerDecoder implements FrameDecoder {
     // Idle workers must not keep the process alive.
     worker.unref()
     return slot
+  }
+
+  private async answerKeys(worker: Worker, asked: KeyRequests): Promise<void> {
+    const replies = await answerKeys(
+      this.keys ?? (() => Promise.reject(new Error('no key lookups'))),
+      asked,
+    )
+    // A worker that exited meanwhile asked for frames that are decoded again elsewhere.
+    if (this.slots.some((s) => s.worker === worker)) worker.postMessage(replies)
   }
 
   private async decodeHere(sent: Sent): Promise<void> {

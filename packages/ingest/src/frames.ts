@@ -8,7 +8,7 @@ import {
   parseSync,
 } from '@atproto/sync'
 import type { IdResolver } from '@atproto/identity'
-import { decodeCommitFrame, verifyCommitFrame } from './commit-frame.ts'
+import { decodeCommitFrame, verifyCommitFrame, type KeyOf } from './commit-frame.ts'
 import { signingKeyOf } from '@openplane/signatures'
 import type { CommitOp, IngestEvent } from './events.ts'
 import { isDid, isObj, isSeq, isTime, type Obj } from './frame-values.ts'
@@ -30,13 +30,21 @@ export interface FrameOptions {
   /** Verify commit signatures and MST proofs (otherwise the relay is trusted, as the stock does). */
   verify: boolean
   idResolver: IdResolver
+  /**
+   * Where the fast path gets signing keys (asked-keys.ts: from the writer's lookups); default:
+   * `idResolver`. The reference path always asks `idResolver`.
+   */
+  keyOf?: KeyOf
 }
 
 export async function decodeFrame(bytes: Uint8Array, opts: FrameOptions): Promise<FrameResult> {
   // Ordinary commits take the fast path (commit-frame.ts); whatever it does not read exactly is
   // decoded below, the reference way.
   const fast = opts.verify
-    ? await verifyCommitFrame(bytes, (did, refresh) => signingKey(opts.idResolver, did, refresh))
+    ? await verifyCommitFrame(
+        bytes,
+        opts.keyOf ?? ((did, refresh) => signingKey(opts.idResolver, did, refresh)),
+      )
     : decodeCommitFrame(bytes)
   if (fast && 'refused' in fast) return { kind: 'malformed', seq: fast.seq, reason: fast.refused }
   if (fast) return { kind: 'event', event: fast.event, dropped: fast.dropped }

@@ -7,6 +7,7 @@ import type { DatabaseSchema } from '@openplane/db'
 import type { IdentityOptions } from '@openplane/identity'
 import { childLogger, counter, gauge, throttle } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
+import type { KeyLookup } from './asked-keys.ts'
 import { createDecoder, type FrameDecoder } from './decoder.ts'
 import type { FrameResult } from './frames.ts'
 import { HeadProbe } from './head-probe.ts'
@@ -59,6 +60,8 @@ export interface IndexerOptions {
   decodeWorkers?: number
   /** How decode workers resolve keys when verifying. */
   identity?: IdentityOptions
+  /** Where signing keys come from when verifying: the writer's lookups (see asked-keys.ts). */
+  keys?: KeyLookup
   batchSize: number
   batchWaitMs: number
   /** Where to start when no cursor is stored for this source (default: the live tip). */
@@ -176,6 +179,7 @@ export class Indexer {
           idResolver: opts.idResolver,
           workers: opts.decodeWorkers ?? 0,
           identity: opts.identity,
+          keys: opts.keys,
         })
     // Jetstream has no seq to count lag in events by: its lag is in seconds only.
     const every = jetstream ? 0 : (opts.headProbeMs ?? 30_000)

@@ -6,6 +6,7 @@
 // the lookups run on this thread, so a lookup is never lost to a worker.
 import { Worker } from 'node:worker_threads'
 import { createIdentity, type DidDocument, type IdentityOptions } from '@openplane/identity'
+import { signingKeyOf } from '@openplane/signatures'
 import { childLogger, counter } from '@openplane/telemetry'
 import { writerDeps, type WriterDeps } from './deps.ts'
 import { WorkerExits } from './worker-exits.ts'
@@ -30,6 +31,7 @@ export type LookupRequest =
   | { id: number; kind: 'handle'; did: string; force: boolean }
   | { id: number; kind: 'hosted'; did: string }
   | { id: number; kind: 'doc'; did: string }
+  | { id: number; kind: 'key'; did: string; refresh: boolean }
 
 export interface LookupRequests {
   requests: LookupRequest[]
@@ -58,6 +60,11 @@ export interface LookupThread extends WriterDeps {
    * fetched and then indexed costs one resolution. Throws when the DID does not resolve.
    */
   ensureResolve(did: string): Promise<DidDocument>
+  /**
+   * A DID's signing key as a did:key, or null (no document, or none in it): decode workers'
+   * signature checks, from the documents the handle checks use (asked-keys.ts).
+   */
+  signingKey(did: string, refresh: boolean): Promise<string | null>
   stop(): Promise<void>
 }
 
@@ -71,12 +78,18 @@ export function lookupsHere(setup: LookupSetup) {
   const identity = createIdentity(setup.identity)
   const deps = writerDeps(identity, setup.timeoutMs)
   const ensureResolve = (did: string) => identity.idResolver.did.ensureResolve(did)
+  const signingKey = async (did: string, refresh: boolean) => {
+    const doc = await identity.resolveDidDoc(did, refresh)
+    return (doc && signingKeyOf(doc)) ?? null
+  }
   return {
     ...deps,
     ensureResolve,
+    signingKey,
     answer(r: LookupRequest): Promise<LookupReply['value']> {
       if (r.kind === 'handle') return deps.resolveHandle(r.did, r.force)
       if (r.kind === 'hosted') return deps.isHosted(r.did)
+      if (r.kind === 'key') return signingKey(r.did, r.refresh)
       return ensureResolve(r.did)
     },
   }
@@ -114,6 +127,11 @@ class Lookups implements LookupThread {
   ensureResolve(did: string): Promise<DidDocument> {
     if (this.here) return this.here.ensureResolve(did)
     return this.ask({ id: this.nextId++, kind: 'doc', did }) as Promise<DidDocument>
+  }
+
+  signingKey(did: string, refresh: boolean): Promise<string | null> {
+    if (this.here) return this.here.signingKey(did, refresh)
+    return this.ask({ id: this.nextId++, kind: 'key', did, refresh }) as Promise<string | null>
   }
 
   async stop(): Promise<void> {
