@@ -41,8 +41,9 @@
 //   FAULTS_SOAK_SECONDS (1800, the measured window), FAULTS_SOAK_HEAD_START (100000 events indexed
 //   before the reads), FAULTS_SOAK_WARMUP_SECONDS (60, reads before the window, not counted);
 //   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override half the measured capacity (the
-//   ingest pace is also bounded by the corpus: half the frames left after the head start are
-//   kept for the overload, and the soak gets the rest)
+//   ingest pace is also bounded by the corpus: of the frames left after the head start, the
+//   overload keeps what its window at twice the capacity takes, at most half, and the soak gets
+//   the rest)
 //   FAULTS_PROBE_CALLERS (128, under DATAPLANE_MAX_RPCS_IN_FLIGHT), FAULTS_PROBE_SECONDS (20),
 //   FAULTS_OVERLOAD_SECONDS (300), FAULTS_RECOVERY_SECONDS (900: the most the dataplane is
 //   given to catch up afterwards)
@@ -429,8 +430,10 @@ async function main(): Promise<void> {
       const caughtUp = performance.now()
       while ((await appliedSeq(ours.url)) < big.seqAt(head - 1)) await sleep(250)
       const ingestCapacity = head / ((performance.now() - caughtUp) / 1000)
-      // Half the frames left go to the soak, the rest to the overload.
-      const soakFrames = (big.frames - head) / 2
+      // The overload keeps the frames its window at twice the capacity takes (half of
+      // those left at most); the soak gets the rest.
+      const left = big.frames - head
+      const soakFrames = left - Math.min(left / 2, (ingestCapacity * 2 * OVERLOAD_MS) / 1000)
       const ingestHalf = Number.isNaN(SOAK_INGEST)
         ? Math.min(ingestCapacity / 2, soakFrames / ((SOAK_WARMUP_MS + PROBE_MS + SOAK_MS) / 1000))
         : SOAK_INGEST

@@ -30,6 +30,18 @@ const STEPS_PER_SLICE = 200
 const DISCOVER_AFTER_MISS = 50
 const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve))
 
+/**
+ * Notes what each step is known to read (Step.reads), yielding as a pass does: over a full
+ * batch this was the longest stretch the thread ran without serving anything else (up to
+ * 150 ms measured), which reads served by the same process wait out.
+ */
+export async function noteReads(plan: Plan, steps: Step[]): Promise<void> {
+  for (let i = 0; i < steps.length; i++) {
+    if (i % STEPS_PER_SLICE === STEPS_PER_SLICE - 1) await yieldToLoop()
+    steps[i]!.reads?.(plan)
+  }
+}
+
 /** Plans the steps; returns the passes (1 + loads) and how many times a step ran in all. */
 export async function planSteps(
   plan: Plan,

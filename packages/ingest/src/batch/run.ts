@@ -15,7 +15,7 @@ import type { IngestEvent } from '../events.ts'
 import { absentBefore } from './absent.ts'
 import { applyWrites } from './apply.ts'
 import { Plan } from './plan.ts'
-import { planSteps, settled } from './planner.ts'
+import { noteReads, planSteps, settled } from './planner.ts'
 import type { SchemaInfo } from './schema.ts'
 import { stageSeconds } from '../stages.ts'
 import { BatchState, type Row } from './state.ts'
@@ -179,7 +179,7 @@ export async function planRange(
   const plan = new Plan(state)
   const steps = stepsFor(batch, from, to, prepared)
   // What the steps are known to read is loaded first, in one round: they then run once.
-  for (const step of steps) step.reads?.(plan)
+  await noteReads(plan, steps)
   if (state.pending) await state.load()
   const planned = await planSteps(plan, steps)
   passes.observe(planned.passes)
