@@ -52,8 +52,16 @@ export async function stockPackageDir(): Promise<string> {
 /** The contracts the pinned package ships: the dataplane's, and bsync's (which we consume). */
 export type ContractName = 'bsky' | 'bsync'
 
-export async function loadStockContract(name: ContractName = 'bsky'): Promise<StockContract> {
-  const dir = await stockPackageDir()
+/**
+ * A contract as `dir` (an @atproto/bsky package; default: the pinned one) ships it. Its generated
+ * code imports @bufbuild/protobuf: a package unpacked elsewhere must sit where Node resolves that
+ * from this repository (under it).
+ */
+export async function loadStockContract(
+  name: ContractName = 'bsky',
+  dir?: string,
+): Promise<StockContract> {
+  dir ??= await stockPackageDir()
   const version = JSON.parse(await readFile(path.join(dir, 'package.json'), 'utf8'))
     .version as string
   const pbFile = path.join(dir, `dist/proto/${name}_pb.js`)
