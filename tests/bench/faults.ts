@@ -147,6 +147,16 @@ function metricSum(text: string, name: string, having = ''): number {
   return sum
 }
 
+/** Rpcs the dataplane refused so far, by reason, and its event loop's recent delay. */
+async function shedSoFar(url: string): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  const reasons = ['loop_delay', 'in_flight', 'rpcs_in_flight']
+    .map((r) => `${r} ${metricSum(text, 'openplane_rpcs_shed_total', `reason="${r}"`)}`)
+    .join(', ')
+  const delay = metricSum(text, 'openplane_event_loop_delay_seconds') * 1000
+  return `shed so far: ${reasons}; loop delay ${delay.toFixed(1)} ms`
+}
+
 /** Waits until no live event is held for a repo being fetched (read twice, a second apart). */
 async function heldSettled(url: string): Promise<number> {
   const deadline = Date.now() + 120_000
@@ -490,7 +500,7 @@ async function main(): Promise<void> {
           const cpu = `cpu: openplane ${pct(now.ours - window.ours, secs)}, postgres ${pct(now.pg - window.pg, secs)}, load+replay ${pct((benchCpu.user + benchCpu.system) / 1e6, secs)}`
           window = now
           log(
-            `soak ${((performance.now() - start) / 1000).toFixed(0)} s: rss ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MB, lag ${lag} seq, ${cpu}; ${formatTally(tallyBetween(settled, load.tally()))}`,
+            `soak ${((performance.now() - start) / 1000).toFixed(0)} s: rss ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MB, lag ${lag} seq, ${cpu}; ${formatTally(tallyBetween(settled, load.tally()))}; ${await shedSoFar(ours.url)}`,
           )
         }
       }
