@@ -14,9 +14,10 @@
 //      for each repo while it was fetched must be written when the fetch fails;
 //   7. soak: the dataplane's capacity measured first (events/s: the head start indexed from
 //      cold; reads/s: answered per second to FAULTS_PROBE_CALLERS callers each asking again as
-//      soon as answered, times the share of the paced stream ingest kept up with meanwhile: reads
-//      at their limit take the writer's thread from ingest), then reads and paced ingest at half
-//      of it for a long while in steady
+//      soon as answered beside the stream paced at half the events/s, times the share of it
+//      ingest kept up with meanwhile: reads at their limit take the writer's thread from
+//      ingest); that pair is the mix's capacity; then reads and paced ingest at half of it (both
+//      halved) for a long while in steady
 //      state (an index already built, reads warmed up): RSS at the start of the measured window
 //      vs at its end, and every answer in it that is not ok; then twice the capacity (reads and
 //      the stream's pace) for FAULTS_OVERLOAD_SECONDS: the answered reads' p99, the reads
@@ -40,7 +41,7 @@
 //   FAULTS_INGEST_RATE events/s of the paced stream during the outages (1000)
 //   FAULTS_SOAK_SECONDS (1800, the measured window), FAULTS_SOAK_HEAD_START (100000 events indexed
 //   before the reads), FAULTS_SOAK_WARMUP_SECONDS (60, reads before the window, not counted);
-//   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override half the measured capacity (the
+//   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override the soak's rates (the probe's
 //   ingest pace is also bounded by the corpus: of the frames left after the head start, the
 //   overload keeps what its window at twice the capacity takes, at most half, and the soak gets
 //   the rest)
@@ -444,9 +445,10 @@ async function main(): Promise<void> {
       // those left at most); the soak gets the rest.
       const left = big.frames - head
       const soakFrames = left - Math.min(left / 2, (ingestCapacity * 2 * OVERLOAD_MS) / 1000)
-      const ingestHalf = Number.isNaN(SOAK_INGEST)
-        ? Math.min(ingestCapacity / 2, soakFrames / ((SOAK_WARMUP_MS + PROBE_MS + SOAK_MS) / 1000))
-        : SOAK_INGEST
+      const ingestHalf = Math.min(
+        ingestCapacity / 2,
+        soakFrames / ((SOAK_WARMUP_MS + PROBE_MS + SOAK_MS) / 1000),
+      )
       replay.setRate(ingestHalf)
       log(
         `soak: ${head} events indexed before the reads: ingest capacity ${ingestCapacity.toFixed(0)} events/s; the stream paced at ${ingestHalf.toFixed(0)} events/s (${elapsed()})`,
@@ -468,9 +470,16 @@ async function main(): Promise<void> {
       log(
         `soak: ${PROBE_CALLERS} callers asking again as soon as answered, ${PROBE_MS / 1000} s: ${formatTally(probe.tally)}, ${probe.rps.toFixed(0)} reads/s while ingest ran at ${ingested.toFixed(0)} of ${ingestHalf.toFixed(0)} events/s: read capacity ${readCapacityRps.toFixed(0)} reads/s`,
       )
+      // The probe found the mix's capacity: reads at their limit beside the stream at half of
+      // its own. The soak runs at half of that point, both rates halved: a soak measures leaks,
+      // and each event costs more as the index grows through the window (a run of 12-04 paced
+      // at half of each capacity alone fell behind within five minutes, its Postgres CPU per
+      // event still climbing).
       const readsHalf = Number.isNaN(SOAK_READS) ? Math.round(readCapacityRps / 2) : SOAK_READS
+      const soakIngest = Number.isNaN(SOAK_INGEST) ? ingestHalf / 2 : SOAK_INGEST
+      replay.setRate(soakIngest)
       totals.soakReads = readsHalf
-      totals.soakIngest = ingestHalf
+      totals.soakIngest = soakIngest
       load = readLoad(ours.url, soakReaders, readsHalf)
       // What the burst left queued settles before the window opens.
       await sleep(15_000)
@@ -511,7 +520,7 @@ async function main(): Promise<void> {
       totals.rssGrowth = ((end - first) / first) * 100
       totals.soakErrors = notOk(measured)
       log(
-        `soak: ${(SOAK_MS / 1000).toFixed(0)} s at ${readsHalf} reads/s + ${ingestHalf.toFixed(0)} events/s; rss ${(first / 2 ** 20).toFixed(0)} → ${(end / 2 ** 20).toFixed(0)} MB; reads ${formatTally(measured)} (${elapsed()})`,
+        `soak: ${(SOAK_MS / 1000).toFixed(0)} s at ${readsHalf} reads/s + ${soakIngest.toFixed(0)} events/s; rss ${(first / 2 ** 20).toFixed(0)} → ${(end / 2 ** 20).toFixed(0)} MB; reads ${formatTally(measured)} (${elapsed()})`,
       )
 
       // Twice the capacity: reads beyond it are refused, not queued; the stream runs ahead.
@@ -529,7 +538,7 @@ async function main(): Promise<void> {
 
       // Half again, until the dataplane has caught up (two seconds of the stream behind at
       // most) and a whole 30 s of reads was answered ok: it recovered by itself.
-      replay.setRate(ingestHalf)
+      replay.setRate(soakIngest)
       load = readLoad(ours.url, soakReaders, readsHalf)
       const recovering = performance.now()
       let before = load.tally()
@@ -539,7 +548,7 @@ async function main(): Promise<void> {
         const lag = replay.status().head_seq - (await appliedSeq(ours.url))
         const last = tallyBetween(before, load.tally())
         before = load.tally()
-        recovered = lag <= 2 * ingestHalf && notOk(last) === 0
+        recovered = lag <= 2 * soakIngest && notOk(last) === 0
         log(
           `soak: recovering ${((performance.now() - recovering) / 1000).toFixed(0)} s: lag ${lag} seq; last 30 s ${formatTally(last)}`,
         )
