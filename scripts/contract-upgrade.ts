@@ -34,11 +34,10 @@ export interface UpgradeReport {
 /** The upgrade to the @atproto/bsky package at `dir`, against what openplane implements now. */
 export async function upgradeReport(dir: string): Promise<UpgradeReport> {
   const newer = await loadStockContract('bsky', dir)
-  const pb = (await import(path.join(dir, 'dist/proto/bsky_pb.js'))) as Record<string, unknown>
   // Ours equals the pinned package's (tests/contract/contract.test.ts): its differences from the
   // newer one are the upgrade's.
   const lines = diffContracts(
-    { service: newer.service, pb },
+    { service: newer.service, pb: newer.pb },
     { service: ours.Service as never, pb: ours as unknown as Record<string, unknown> },
   )
   const contract = lines.map((l) =>

@@ -42,6 +42,8 @@ export interface StockContract {
   messages: MessageDesc[]
   enums: EnumDesc[]
   pbSource: string
+  /** Every exported value of the generated _pb module. */
+  pb: Record<string, unknown>
 }
 
 export async function stockPackageDir(): Promise<string> {
@@ -93,6 +95,7 @@ export async function loadStockContract(
     messages: byOrder(messages),
     enums: byOrder(enums),
     pbSource,
+    pb,
   }
 }
 

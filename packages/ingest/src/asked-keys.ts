@@ -101,6 +101,15 @@ export class AskedKeys {
   }
 }
 
+/** A lookup's answer as a KeyOf wants it: the key, or a rejection naming the DID. */
+export function keyOfLookup(lookup: KeyLookup): KeyOf {
+  return async (did, refresh) => {
+    const key = await lookup(did, refresh)
+    if (!key) throw new Error(`no signing key for ${did}`)
+    return key
+  }
+}
+
 /** The thread that started a worker: its questions answered by `lookup`, in one message back. */
 export async function answerKeys(lookup: KeyLookup, { keys }: KeyRequests): Promise<KeyReplies> {
   const keyReplies = await Promise.all(

@@ -9,7 +9,7 @@ import type { IdResolver } from '@atproto/identity'
 import { decodeCid } from '@atproto/lex-data'
 import type { IdentityOptions } from '@openplane/identity'
 import { childLogger, counter } from '@openplane/telemetry'
-import { answerKeys, type KeyLookup, type KeyRequests } from './asked-keys.ts'
+import { answerKeys, keyOfLookup, type KeyLookup, type KeyRequests } from './asked-keys.ts'
 import { checkRecords } from './checks.ts'
 import { decodeFrame, type FrameOptions, type FrameResult } from './frames.ts'
 import { decodeCpuSeconds, stageSeconds, threadCpuSeconds } from './stages.ts'
@@ -54,7 +54,7 @@ export function createDecoder(opts: DecoderOptions): FrameDecoder {
   const frameOpts: FrameOptions = {
     verify: opts.verify,
     idResolver: opts.idResolver,
-    keyOf: keys && (async (did, refresh) => (await keys(did, refresh)) ?? noKey(did)),
+    keyOf: keys && keyOfLookup(keys),
   }
   if (opts.workers <= 0) {
     return {
@@ -78,10 +78,6 @@ export function createDecoder(opts: DecoderOptions): FrameDecoder {
     frameOpts,
     opts.keys,
   )
-}
-
-function noKey(did: string): never {
-  throw new Error(`no signing key for ${did}`)
 }
 
 /** What a worker is started with. */
