@@ -13,7 +13,8 @@ export class CounterBuffer {
     for (const c of counters ?? []) {
       const id = `${c.table}\u0000${c.column}\u0000${c.key}`
       const prev = this.deltas.get(id)
-      this.deltas.set(id, prev ? ({ ...prev, delta: prev.delta + c.delta } as Counter) : { ...c })
+      if (prev) prev.delta += c.delta
+      else this.deltas.set(id, { ...c })
     }
   }
 
@@ -25,7 +26,9 @@ export class CounterBuffer {
     const groups = new Map<string, Counter[]>()
     for (const c of this.deltas.values()) {
       const g = `${c.table}.${c.column}`
-      groups.set(g, [...(groups.get(g) ?? []), c])
+      const list = groups.get(g)
+      if (list) list.push(c)
+      else groups.set(g, [c])
     }
     this.deltas.clear()
     let sent = 0
@@ -33,9 +36,13 @@ export class CounterBuffer {
       const { table, column } = list[0]!
       const keyCol = table === 'post_agg' ? 'uri' : 'did'
       const col = sql.ref(column)
-      const rows = sql.join(list.map((c) => sql`(${c.key}, ${c.delta}::bigint)`))
+      // Two array parameters whatever the count: one per key would make a statement of
+      // thousands of parameters to build, send and parse for a batch's hot posts.
+      const keys = list.map((c) => c.key)
+      const deltas = list.map((c) => c.delta)
       await sql`
-        insert into ${sql.table(table)} (${sql.ref(keyCol)}, ${col}) values ${rows}
+        insert into ${sql.table(table)} (${sql.ref(keyCol)}, ${col})
+        select * from unnest(${keys}::text[], ${deltas}::bigint[])
         on conflict (${sql.ref(keyCol)})
         do update set ${col} = ${sql.table(table)}.${col} + excluded.${col}
       `.execute(db)

@@ -54,6 +54,14 @@ interface ShapeIndex {
   index: Map<string, Set<string>>
 }
 
+interface Shape {
+  columns: string[]
+  /** The columns joined: the shape's part of a lookup's key. */
+  name: string
+  /** Whether the columns are the primary key (then in its order). */
+  primary: boolean
+}
+
 interface Lookup {
   table: string
   columns: string[]
@@ -81,6 +89,8 @@ export class BatchState {
   /** Overlay rows by lookup shape and values, built when a shape is first read. */
   private readonly indexes = new Map<string, Map<string, ShapeIndex>>()
   private readonly journal: Undo[] = []
+  /** Read shapes by table and column order as written (shapeOf). */
+  private readonly shapes = new Map<string, Shape>()
   /** What could not be read yet: lookup shape → value tuples. */
   private misses = new Map<string, { lookup: Lookup; values: Map<string, unknown[]> }>()
   /** Reads that missed so far (a step compares it before and after). */
@@ -135,16 +145,14 @@ export class BatchState {
       for (const _ in where) n++
       if (n === 1 && c in where) return this.byKey(table, pk, [where[c]!])
     }
-    const columns = Object.keys(where)
-    if (columns.length > 1) columns.sort()
+    const shape = this.shapeOf(t, table, where)
+    const { columns } = shape
     const values = columns.map((c) => where[c]!)
+    if (shape.primary) return this.byKey(table, pk, values)
     const changed = this.overlay.get(table)
     const under = this.below?.overlay.get(table)
-    if (columns.length === pk.length && pk.every((c) => c in where)) {
-      return this.byKey(table, pk, pk.length === 1 ? values : pk.map((c) => where[c]!))
-    }
-    const shape = columns.length === 1 ? columns[0]! : columns.join(',')
-    const lookup = `${table}${SEP}${shape}${SEP}${keyOf(values)}`
+    const match = keyOf(values)
+    const lookup = `${table}${SEP}${shape.name}${SEP}${match}`
     let found = this.lookups.get(lookup)
     if (!found) {
       if (!this.absent?.has(table, columns, values)) return this.miss({ table, columns }, values)
@@ -159,17 +167,37 @@ export class BatchState {
     }
     // Rows the batch below wrote (or changed) that match now, unless this batch changed them.
     if (under) {
-      for (const key of this.below!.index(table, columns).get(keyOf(values)) ?? []) {
+      for (const key of this.below!.index(table, columns, shape.name).get(match) ?? []) {
         const row = under.get(key)
         if (row && !changed?.has(key)) out.push(row)
       }
     }
     // Rows this batch wrote (or changed) that match now.
-    for (const key of this.index(table, columns).get(keyOf(values)) ?? []) {
+    for (const key of this.index(table, columns, shape.name).get(match) ?? []) {
       const row = changed!.get(key)
       if (row) out.push(row)
     }
     return out
+  }
+
+  /**
+   * A read's lookup shape: its columns in one order (sorted; the primary key's own order when
+   * they are the primary key). Kept per table and column order as written, since reads come in a
+   * few shapes a batch repeats thousands of times.
+   */
+  private shapeOf(t: TableInfo, table: string, where: Where): Shape {
+    let id = table
+    for (const c in where) id += SEP + c
+    let shape = this.shapes.get(id)
+    if (!shape) {
+      const columns = Object.keys(where).sort()
+      const primary = columns.length === t.primary.length && t.primary.every((c) => c in where)
+      shape = primary
+        ? { columns: [...t.primary], name: t.primary.join(','), primary }
+        : { columns, name: columns.join(','), primary }
+      this.shapes.set(id, shape)
+    }
+    return shape
   }
 
   /** The row with this primary key now, if any (a miss if not known yet). */
@@ -486,10 +514,9 @@ export class BatchState {
   }
 
   /** The overlay's rows by one lookup shape, kept up to date from the first read on. */
-  private index(table: string, columns: string[]): Map<string, Set<string>> {
+  private index(table: string, columns: string[], shape: string): Map<string, Set<string>> {
     let indexes = this.indexes.get(table)
     if (!indexes) this.indexes.set(table, (indexes = new Map()))
-    const shape = columns.join(',')
     let entry = indexes.get(shape)
     if (!entry) {
       const index = new Map<string, Set<string>>()
