@@ -48,13 +48,18 @@
 //   FAULTS_PROBE_CALLERS (128, under DATAPLANE_MAX_RPCS_IN_FLIGHT), FAULTS_PROBE_SECONDS (20),
 //   FAULTS_OVERLOAD_SECONDS (300), FAULTS_RECOVERY_SECONDS (900: the most the dataplane is
 //   given to catch up afterwards)
+//   FAULTS_SOAK_PG  where the soak's index lives: `private` (default), a Postgres of its own
+//     set up as an operator would for a dataplane (SOAK_PG_SETTINGS below, with
+//     pg_stat_statements: the statements that cost most in each half of the window are
+//     printed), or `shared`, the machine's; FAULTS_SOAK_PG_SETTINGS `name=value,…` over those
 //   FAULTS_PHASES  comma list of kills,pg,redis,drops,refetch,soak (default all)
 //   OPENPLANE_TEST_PG_URL
 import { performance } from 'node:perf_hooks'
+import pg from 'pg'
 import { CorpusReader, didFor, ReplayServer } from '@openplane/sim'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { tableDiffs, INDEXED_TABLES } from '../harness/indexer.ts'
-import { startPrivatePostgres } from '../harness/private-postgres.ts'
+import { startPrivatePostgres, type PrivatePostgres } from '../harness/private-postgres.ts'
 import { appliedSeq, spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
@@ -89,6 +94,31 @@ const PROBE_MS = env('FAULTS_PROBE_SECONDS', 20) * 1000
 const OVERLOAD_MS = env('FAULTS_OVERLOAD_SECONDS', 300) * 1000
 const RECOVERY_MS = env('FAULTS_RECOVERY_SECONDS', 900) * 1000
 const READERS = env('FAULTS_READERS', 2000)
+const SOAK_PG = process.env.FAULTS_SOAK_PG ?? 'private'
+if (SOAK_PG !== 'private' && SOAK_PG !== 'shared') {
+  throw new Error(`FAULTS_SOAK_PG must be private or shared, not ${SOAK_PG}`)
+}
+/**
+ * The soak's own Postgres, sized as docs/operations.md advises for a dataplane on a machine of
+ * this kind: the index outgrows the 128 MB of shared buffers a stock install starts with within
+ * minutes of a soak, and every statement then reads through the kernel's cache.
+ */
+const SOAK_PG_SETTINGS: Record<string, string> = {
+  fsync: 'on',
+  shared_buffers: '2GB',
+  effective_cache_size: '8GB',
+  work_mem: '16MB',
+  maintenance_work_mem: '256MB',
+  max_wal_size: '4GB',
+  checkpoint_timeout: '15min',
+  shared_preload_libraries: 'pg_stat_statements',
+  ...Object.fromEntries(
+    (process.env.FAULTS_SOAK_PG_SETTINGS ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  ),
+}
 const PHASES = new Set(
   (process.env.FAULTS_PHASES ?? 'kills,pg,redis,drops,refetch,soak').split(','),
 )
@@ -430,13 +460,16 @@ async function main(): Promise<void> {
       process.env.FAULTS_SOAK_CORPUS ?? (await benchCorpus(LARGE, log)).file,
     )
     const redis = await startRedisServer()
-    const schema = fresh('soak')
+    const soakPg =
+      SOAK_PG === 'private' ? await startPrivatePostgres({ settings: SOAK_PG_SETTINGS }) : undefined
+    const schema = soakPg ? uniqueName('faults_soak') : fresh('soak')
+    const statements = soakPg ? await statementStats(soakPg) : undefined
     const head = Math.min(SOAK_HEAD, big.frames - 1)
     // Paced from the start; the head start is there at once.
     const replay = await ReplayServer.start({ corpus: big, rate: 1, headStart: head })
     const soakReaders = activeReaders(big.header.users)
     try {
-      const ours = await spawnOurs({ schema, replay, redis })
+      const ours = await spawnOurs({ schema, replay, redis, pgUrl: soakPg?.url })
       const pid = ours.proc.pid!
       const caughtUp = performance.now()
       while ((await appliedSeq(ours.url)) < big.seqAt(head - 1)) await sleep(250)
@@ -485,6 +518,8 @@ async function main(): Promise<void> {
       await sleep(15_000)
       const settled = load.tally()
       const samples: { at: number; rss: number }[] = []
+      await statements?.reset()
+      let halfway = false
       const start = performance.now()
       let window = {
         at: start,
@@ -512,11 +547,23 @@ async function main(): Promise<void> {
             `soak ${((performance.now() - start) / 1000).toFixed(0)} s: rss ${(samples.at(-1)!.rss / 2 ** 20).toFixed(0)} MB, lag ${lag} seq, ${cpu}; ${formatTally(tallyBetween(settled, load.tally()))}; ${await shedSoFar(ours.url)}`,
           )
         }
+        if (statements && !halfway && performance.now() - start >= SOAK_MS / 2) {
+          halfway = true
+          log(
+            `soak: the window's first half, Postgres statements by time:\n${await statements.top()}`,
+          )
+          await statements.reset()
+        }
       }
       const measured = tallyBetween(settled, await load.stop())
       const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
       const first = median(samples.filter((s) => s.at <= 60_000).map((s) => s.rss))
       const end = median(samples.filter((s) => s.at >= SOAK_MS - 60_000).map((s) => s.rss))
+      if (statements) {
+        log(
+          `soak: the window's second half, Postgres statements by time:\n${await statements.top()}`,
+        )
+      }
       totals.rssGrowth = ((end - first) / first) * 100
       totals.soakErrors = notOk(measured)
       log(
@@ -574,7 +621,43 @@ async function main(): Promise<void> {
       await replay.close()
       await redis.dispose()
       await big.close()
+      await statements?.close()
+      await soakPg?.destroy()
     }
+  }
+}
+
+/** pg_stat_statements of a private Postgres: reset, and the statements that cost most since. */
+async function statementStats(server: PrivatePostgres) {
+  const client = new pg.Client({ connectionString: server.url })
+  await client.connect()
+  await client.query('create extension if not exists pg_stat_statements')
+  return {
+    async reset(): Promise<void> {
+      await client.query('select pg_stat_statements_reset()')
+    },
+    async top(n = 12): Promise<string> {
+      const { rows } = await client.query<{
+        calls: string
+        total: number
+        mean: number
+        rows: string
+        query: string
+      }>(
+        `select calls, total_exec_time as total, mean_exec_time as mean, rows, query
+         from pg_stat_statements order by total_exec_time desc limit $1`,
+        [n],
+      )
+      return rows
+        .map(
+          (r) =>
+            `  ${(r.total / 1000).toFixed(1).padStart(7)} s ${r.calls.padStart(8)} calls ${r.mean.toFixed(2).padStart(8)} ms/call ${r.rows.padStart(9)} rows  ${r.query.replace(/\s+/g, ' ').slice(0, 160)}`,
+        )
+        .join('\n')
+    },
+    async close(): Promise<void> {
+      await client.end()
+    },
   }
 }
 

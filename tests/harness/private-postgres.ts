@@ -35,7 +35,17 @@ function binDir(): string {
   throw new Error(`no Postgres server binaries under ${root}`)
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export interface PrivatePostgresOptions {
+  /**
+   * Server settings (`-c name=value`), over the defaults: `fsync=off` (a test's server need not
+   * survive a power cut) and `max_connections=200`.
+   */
+  settings?: Record<string, string>
+}
+
+export async function startPrivatePostgres(
+  opts: PrivatePostgresOptions = {},
+): Promise<PrivatePostgres> {
   const bin = binDir()
   const dir = mkdtempSync(path.join(tmpdir(), 'op-pg-'))
   const data = path.join(dir, 'data')
@@ -50,12 +60,16 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   }
   await exec('initdb', ['-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8'])
   const port = await freePort()
+  const settings: Record<string, string> = {
+    listen_addresses: '127.0.0.1',
+    fsync: 'off',
+    max_connections: '200',
+    ...opts.settings,
+  }
   const options = [
     `-p ${port}`,
     `-k ${dir}`,
-    '-c listen_addresses=127.0.0.1',
-    '-c fsync=off',
-    '-c max_connections=200',
+    ...Object.entries(settings).map(([k, v]) => `-c ${k}=${v}`),
   ].join(' ')
   const start = () =>
     exec('pg_ctl', ['-D', data, '-o', options, '-l', path.join(dir, 'log'), '-w', 'start']).then(
