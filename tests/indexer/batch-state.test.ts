@@ -212,6 +212,27 @@ describe('batch state', () => {
     ])
   })
 
+  it('loads rows by a unique column other than the key (actor.handle), one probe a value', async () => {
+    const C = 'did:plc:cccc'
+    await db.db
+      .insertInto('actor')
+      .values([
+        { did: C, handle: 'c.test', indexedAt: '2026-01-05T12:00:00.000Z' },
+        { did: 'did:plc:dddd', handle: null, indexedAt: '2026-01-05T12:00:00.000Z' },
+      ])
+      .execute()
+    const state = new BatchState(db.db, info)
+    let found: string[][] = []
+    const passes = await plan(state, () => {
+      found = ['c.test', 'C.TEST', 'nobody.test', 'c.tes'].map((handle) =>
+        state.rows('actor', { handle }).map((r) => String(r.did)),
+      )
+    })
+    expect(passes).toBe(2)
+    // Exactly the value: no other case, no prefix; an absent handle is known absent after one load.
+    expect(found).toEqual([[C], [], [], []])
+  })
+
   it('resets the columns a replacing row leaves out, as a re-insert would', async () => {
     await db.db
       .insertInto('like')
