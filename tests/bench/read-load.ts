@@ -23,7 +23,6 @@ export interface ReadLoad {
 
 /** Requests in flight at most: beyond, a request is counted as `dropped` instead of sent. */
 const MAX_IN_FLIGHT = 2000
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /**
  * Each request's deadline: an answer later than this is `DeadlineExceeded`, and no request stays
@@ -135,8 +134,12 @@ export function readLoad(dataplaneUrl: string, readers: string[], rate: number):
       stopped = true
       clearTimeout(timer)
       // Every request has its deadline; one its client never settles counts as `unanswered`.
-      const settled = Promise.all(inFlight).then(() => true)
-      const waited = await Promise.race([settled, sleep(DEADLINE_MS + 5_000).then(() => false)])
+      let giveUp: NodeJS.Timeout | undefined
+      const waited = await Promise.race([
+        Promise.all(inFlight).then(() => true),
+        new Promise<boolean>((r) => (giveUp = setTimeout(() => r(false), DEADLINE_MS + 5_000))),
+      ])
+      clearTimeout(giveUp)
       const out = new Map(tally)
       if (!waited && inFlight.size) out.set('unanswered', inFlight.size)
       return out
