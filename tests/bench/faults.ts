@@ -46,8 +46,8 @@
 //   overload keeps what its window at twice the capacity takes, at most half, and the soak gets
 //   the rest)
 //   FAULTS_PROBE_CALLERS (128, under DATAPLANE_MAX_RPCS_IN_FLIGHT), FAULTS_PROBE_SECONDS (20),
-//   FAULTS_OVERLOAD_SECONDS (300), FAULTS_RECOVERY_SECONDS (900: the most the dataplane is
-//   given to catch up afterwards)
+//   FAULTS_OVERLOAD_SECONDS (300), FAULTS_RECOVERY_SECONDS (3600: the most the dataplane is
+//   given to catch up afterwards, while its lag keeps falling)
 //   FAULTS_SOAK_PG  where the soak's index lives: `private` (default), a Postgres of its own
 //     set up as an operator would for a dataplane (SOAK_PG_SETTINGS below, with
 //     pg_stat_statements: the statements that cost most in each half of the window are
@@ -92,7 +92,7 @@ const SOAK_INGEST = env('FAULTS_SOAK_INGEST_RATE', NaN)
 const PROBE_CALLERS = env('FAULTS_PROBE_CALLERS', 128)
 const PROBE_MS = env('FAULTS_PROBE_SECONDS', 20) * 1000
 const OVERLOAD_MS = env('FAULTS_OVERLOAD_SECONDS', 300) * 1000
-const RECOVERY_MS = env('FAULTS_RECOVERY_SECONDS', 900) * 1000
+const RECOVERY_MS = env('FAULTS_RECOVERY_SECONDS', 3600) * 1000
 const READERS = env('FAULTS_READERS', 2000)
 const SOAK_PG = process.env.FAULTS_SOAK_PG ?? 'private'
 if (SOAK_PG !== 'private' && SOAK_PG !== 'shared') {
@@ -588,14 +588,27 @@ async function main(): Promise<void> {
       replay.setRate(soakIngest)
       load = readLoad(ours.url, soakReaders, readsHalf)
       const recovering = performance.now()
+      // The backlog the overload left drains at what ingest has spare beside the half load: the
+      // wait lasts as long as it keeps shrinking (a lag that stopped falling for 2 minutes is
+      // not recovering), up to FAULTS_RECOVERY_SECONDS.
       let before = load.tally()
       let recovered = false
-      while (!recovered && performance.now() - recovering < RECOVERY_MS) {
+      let lowest = lagAfter
+      let fellAt = performance.now()
+      while (
+        !recovered &&
+        performance.now() - recovering < RECOVERY_MS &&
+        performance.now() - fellAt < 120_000
+      ) {
         await sleep(30_000)
         const lag = replay.status().head_seq - (await appliedSeq(ours.url))
         const last = tallyBetween(before, load.tally())
         before = load.tally()
         recovered = lag <= 2 * soakIngest && notOk(last) === 0
+        if (lag < lowest) {
+          lowest = lag
+          fellAt = performance.now()
+        }
         log(
           `soak: recovering ${((performance.now() - recovering) / 1000).toFixed(0)} s: lag ${lag} seq; last 30 s ${formatTally(last)}`,
         )
