@@ -1,4 +1,4 @@
-// The answers' encoder (routes/util/message-wire.ts) writes the bytes protobuf-es writes: every
+// The answers' encoder (wire/message.ts) writes the bytes protobuf-es writes: every
 // rpc's answer type, filled with random partial answers (fields left out, defaults, oneofs,
 // maps, int64s, nested plain objects and message instances), byte for byte.
 import {
@@ -10,7 +10,7 @@ import {
 } from '@bufbuild/protobuf'
 import { describe, expect, it } from 'vitest'
 import { Service } from '@openplane/proto'
-import { encodeMessage } from '../../packages/server/src/routes/util/message-wire.ts'
+import { encodeMessage } from '../../packages/server/src/wire/message.ts'
 
 /** A small deterministic generator (mulberry32), so a failure reproduces. */
 function rng(seed: number): () => number {

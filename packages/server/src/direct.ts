@@ -1,5 +1,5 @@
-// The direct lane: the unary rpcs (routes/index.ts directRoutes) answered straight off
-// the HTTP/2 stream, for the one wire the AppView uses on HTTP/2: gRPC, uncompressed protobuf.
+// The direct lane: the unary rpcs (direct-routes.ts) answered straight off the HTTP/2 stream,
+// for the one wire the AppView uses on HTTP/2: gRPC, uncompressed protobuf.
 // Connect's per-request machinery (async iterables, header objects, abort controllers and their
 // DOMExceptions, reflection-driven encoding) costs more CPU than a fan-out timeline read itself,
 // and so do Node's HTTP/2 compatibility objects (a Readable request and a response per call);
@@ -10,7 +10,7 @@ import http2 from 'node:http2'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { shedTotal, type Admission } from './admission.ts'
 import { checkRequest } from './errors.ts'
-import type { DirectRoute } from './routes/index.ts'
+import type { DirectRoute } from './direct-routes.ts'
 import { overloaded } from './routes/util/overloaded.ts'
 
 /** Ends an rpc's timer under its answer code. */

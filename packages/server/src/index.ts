@@ -15,4 +15,5 @@ export {
   type Routes,
 } from './routes/index.ts'
 export { followedItems, ownItems, timelineFromPostgres } from './routes/util/timeline-sql.ts'
-export { feedItemBytes, timelineFrame } from './routes/util/timeline-wire.ts'
+export { feedItemBytes } from './wire/feed-items.ts'
+export { timelineFrame } from './wire/timeline.ts'

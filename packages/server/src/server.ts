@@ -11,7 +11,8 @@ import { shedTotal, startAdmission, type Admission } from './admission.ts'
 import { directLane, type RpcOutcome } from './direct.ts'
 import { checkRequest, classify, MAX_LIST_ITEMS } from './errors.ts'
 import { listen, type ListenOptions, type Listener } from './listener.ts'
-import { buildRoutes, directRoutes, type RouteContext } from './routes/index.ts'
+import { directRoutes } from './direct-routes.ts'
+import { buildRoutes, type RouteContext } from './routes/index.ts'
 import { overloaded } from './routes/util/overloaded.ts'
 
 const log = childLogger('server')

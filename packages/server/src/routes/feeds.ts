@@ -4,7 +4,8 @@ import type { DatabaseSchema } from '@openplane/db'
 import { FeedType } from '@openplane/proto'
 import type { HomeTimelineReader, RouteContext, Routes } from './context.ts'
 import { isDid } from './util/at-uri.ts'
-import { feedItemCursor, feedItemFromRow, type FeedItemBytes } from './util/feed-item.ts'
+import { feedItemBytes, type FeedItemBytes } from '../wire/feed-items.ts'
+import { feedItemCursor, feedItemFromRow } from './util/feed-item.ts'
 import { before, decodeTimeKey, encodeTimeKey, page, type TimeKey } from './util/pagination.ts'
 import { pageSize } from './util/stock-cursors.ts'
 import {
@@ -12,7 +13,6 @@ import {
   type TimelinePage,
   type TimelineRequest,
 } from './util/timeline-sql.ts'
-import { feedItemBytes } from './util/timeline-wire.ts'
 
 const REFERENCE_LIST = 'app.bsky.graph.defs#referencelist'
 
@@ -102,7 +102,7 @@ export async function timelinePage(ctx: RouteContext, req: TimelineRequest): Pro
   )
 }
 
-/** The page with its items as bytes, for the direct lane's frame (timeline-wire.ts). */
+/** The page with its items as bytes, for the direct lane's frame (../wire/timeline.ts). */
 export async function timelineAnswer(
   ctx: RouteContext,
   req: TimelineRequest,

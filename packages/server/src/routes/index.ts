@@ -1,22 +1,16 @@
 // Route modules, one per area of the proto (named as the proto's section comments name them).
 // Methods no module implements answer Unimplemented (Connect fills them in).
-import {
-  MethodKind,
-  type AnyMessage,
-  type Message,
-  type MessageType,
-  type PartialMessage,
-} from '@bufbuild/protobuf'
+import type { AnyMessage, Message, MessageType, PartialMessage } from '@bufbuild/protobuf'
 import type { HandlerContext, ServiceImpl } from '@connectrpc/connect'
-import { GetTimelineRequest, Service } from '@openplane/proto'
-import { directRoute, type DirectRoute, type RouteContext, type Routes } from './context.ts'
+import { Service } from '@openplane/proto'
+import type { RouteContext, Routes } from './context.ts'
 import activitySubscriptions from './activity-subscriptions.ts'
 import blocklists from './blocklists.ts'
 import blocks from './blocks.ts'
 import bookmarks from './bookmarks.ts'
 import drafts from './drafts.ts'
 import feedGenerators from './feed-generators.ts'
-import feeds, { timelineAnswer } from './feeds.ts'
+import feeds from './feeds.ts'
 import follows from './follows.ts'
 import graph from './graph.ts'
 import identity from './identity.ts'
@@ -44,17 +38,10 @@ import sync from './sync.ts'
 import threadMutes from './thread-mutes.ts'
 import threads from './threads.ts'
 import verifications from './verifications.ts'
-import { timelineFrame } from './util/timeline-wire.ts'
-import { encodeMessage } from './util/message-wire.ts'
 import { subjectCheck } from './util/subjects.ts'
 
-export type {
-  DirectRoute,
-  FollowGraph,
-  HomeTimelineReader,
-  RouteContext,
-  Routes,
-} from './context.ts'
+export { timelineAnswer } from './feeds.ts'
+export type { FollowGraph, HomeTimelineReader, RouteContext, Routes } from './context.ts'
 
 // In the order of the proto's sections.
 const modules: ((ctx: RouteContext) => Routes)[] = [
@@ -116,68 +103,11 @@ function checkingSubjects(name: string, route: UnaryRoute): UnaryRoute {
   }
 }
 
-/**
- * The rpcs the direct lane answers, by request path: every implemented unary method, so the
- * AppView's calls (gRPC over HTTP/2) skip Connect's per-request machinery, which cost more CPU
- * than most of the reads themselves. GetTimeline, asked for on every home page, gets its answer
- * written straight into its frame; the others are encoded by protobuf-es exactly as Connect
- * encodes them. `impl` is the routes Connect serves, so both lanes answer alike.
- */
-export function directRoutes(
-  ctx: RouteContext,
-  impl: Routes = buildRoutes(ctx),
-): Map<string, DirectRoute> {
-  const path = (name: string) => `/${Service.typeName}/${name}`
-  const routes = new Map<string, DirectRoute>()
-  for (const [local, method] of Object.entries(Service.methods)) {
-    const route = (impl as Record<string, UnaryRoute | undefined>)[local]
-    if (!route || method.kind !== MethodKind.Unary) continue
-    const input = method.I as MessageType<AnyMessage>
-    const output = method.O as MessageType<AnyMessage>
-    routes.set(
-      path(method.name),
-      directRoute(method.name, input, async (req) =>
-        messageFrame(output, await route(req, NO_CONTEXT)),
-      ),
-    )
-  }
-  const getTimeline = Service.methods.getTimeline.name
-  routes.set(
-    path(getTimeline),
-    directRoute(
-      getTimeline,
-      GetTimelineRequest,
-      async (req) => timelineFrame(await timelineAnswer(ctx, req)),
-      true,
-    ),
-  )
-  return routes
-}
-
 /** A route as ServiceImpl types it, taken generically. */
-type UnaryRoute = (
+export type UnaryRoute = (
   req: Message,
   context: HandlerContext,
 ) => Promise<PartialMessage<AnyMessage>> | PartialMessage<AnyMessage>
-
-/**
- * No route reads its handler context (deadlines and cancellation are the lanes' own work), so
- * the direct lane has none to give.
- */
-const NO_CONTEXT = undefined as unknown as HandlerContext
-
-/** An answer as one uncompressed gRPC message frame, encoded as Connect encodes it. */
-function messageFrame(
-  type: MessageType<AnyMessage>,
-  answer: PartialMessage<AnyMessage> | AnyMessage,
-): Uint8Array {
-  const bytes = encodeMessage(type, answer)
-  const frame = Buffer.allocUnsafe(5 + bytes.length)
-  frame[0] = 0
-  frame.writeUInt32BE(bytes.length, 1)
-  frame.set(bytes, 5)
-  return frame
-}
 
 /** Local names of the implemented methods; a context is not needed to list them. */
 export function implementedMethods(): string[] {

@@ -15,23 +15,6 @@ export interface FeedItemOut {
   repost: string
 }
 
-/**
- * A page's feed items as their uris' bytes (UTF-8), sized before they are written: the frame's
- * length prefix comes first. A home timeline page writes them from its stored form without
- * making the uri strings.
- */
-export interface FeedItemBytes {
-  readonly length: number
-  /** Bytes of item i's post uri. */
-  uriSize(i: number): number
-  /** Bytes of item i's repost uri; 0 for a post. */
-  repostSize(i: number): number
-  /** Writes item i's post uri at `at`; returns where it ends. */
-  writeUri(i: number, buf: Buffer, at: number): number
-  /** Writes item i's repost uri at `at` (nothing for a post); returns where it ends. */
-  writeRepost(i: number, buf: Buffer, at: number): number
-}
-
 export function feedItemFromRow(row: FeedItemRow): FeedItemOut {
   return { uri: row.postUri, repost: row.uri === row.postUri ? '' : row.uri }
 }

@@ -221,3 +221,16 @@ function plainProto3(type: MessageType<AnyMessage>, seen: Set<MessageType<AnyMes
     return true
   })
 }
+
+/** An answer as one uncompressed gRPC message frame, encoded as Connect encodes it. */
+export function messageFrame(
+  type: MessageType<AnyMessage>,
+  answer: PartialMessage<AnyMessage> | AnyMessage,
+): Uint8Array {
+  const bytes = encodeMessage(type, answer)
+  const frame = Buffer.allocUnsafe(5 + bytes.length)
+  frame[0] = 0
+  frame.writeUInt32BE(bytes.length, 1)
+  frame.set(bytes, 5)
+  return frame
+}

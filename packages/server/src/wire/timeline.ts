@@ -4,7 +4,7 @@
 // their own bytes (FeedItemBytes): a page from the store copies them out of its members. Byte
 // for byte what protobuf-es writes for the same page (fields in number order, empty strings left
 // out); a test holds the two equal.
-import type { FeedItemBytes, FeedItemOut } from './feed-item.ts'
+import type { FeedItemBytes } from './feed-items.ts'
 
 /** TimelineFeedItem.uri, .repost and GetTimelineResponse.items, .cursor: length-delimited tags. */
 const ITEM_URI = 0x0a
@@ -31,17 +31,6 @@ const fieldSize = (bytes: number): number => (bytes ? 1 + varintSize(bytes) + by
 function writeHead(buf: Buffer, at: number, tag: number, bytes: number): number {
   buf[at++] = tag
   return writeVarint(buf, at, bytes)
-}
-
-/** Items given as strings (a page answered from Postgres) as FeedItemBytes. */
-export function feedItemBytes(items: readonly FeedItemOut[]): FeedItemBytes {
-  return {
-    length: items.length,
-    uriSize: (i) => Buffer.byteLength(items[i]!.uri, 'utf8'),
-    repostSize: (i) => Buffer.byteLength(items[i]!.repost, 'utf8'),
-    writeUri: (i, buf, at) => at + buf.write(items[i]!.uri, at, 'utf8'),
-    writeRepost: (i, buf, at) => at + buf.write(items[i]!.repost, at, 'utf8'),
-  }
 }
 
 /**
