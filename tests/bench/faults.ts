@@ -41,7 +41,7 @@
 //   FAULTS_INGEST_RATE events/s of the paced stream during the outages (1000)
 //   FAULTS_SOAK_SECONDS (1800, the measured window), FAULTS_SOAK_HEAD_START (100000 events indexed
 //   before the reads), FAULTS_SOAK_WARMUP_SECONDS (60, reads before the window, not counted);
-//   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override the soak's rates (the probe's
+//   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override the soak's rates (the soak's
 //   ingest pace is also bounded by the corpus: of the frames left after the head start, the
 //   overload keeps what its window at twice the capacity takes, at most half, and the soak gets
 //   the rest)
@@ -478,10 +478,7 @@ async function main(): Promise<void> {
       // those left at most); the soak gets the rest.
       const left = big.frames - head
       const soakFrames = left - Math.min(left / 2, (ingestCapacity * 2 * OVERLOAD_MS) / 1000)
-      const ingestHalf = Math.min(
-        ingestCapacity / 2,
-        soakFrames / ((SOAK_WARMUP_MS + PROBE_MS + SOAK_MS) / 1000),
-      )
+      const ingestHalf = ingestCapacity / 2
       replay.setRate(ingestHalf)
       log(
         `soak: ${head} events indexed before the reads: ingest capacity ${ingestCapacity.toFixed(0)} events/s; the stream paced at ${ingestHalf.toFixed(0)} events/s (${elapsed()})`,
@@ -509,7 +506,10 @@ async function main(): Promise<void> {
       // at half of each capacity alone fell behind within five minutes, its Postgres CPU per
       // event still climbing).
       const readsHalf = Number.isNaN(SOAK_READS) ? Math.round(readCapacityRps / 2) : SOAK_READS
-      const soakIngest = Number.isNaN(SOAK_INGEST) ? ingestHalf / 2 : SOAK_INGEST
+      // The corpus bounds the pace: the warm-up, the probe and the window must not run out of it.
+      const soakIngest = Number.isNaN(SOAK_INGEST)
+        ? Math.min(ingestHalf / 2, soakFrames / ((SOAK_WARMUP_MS + PROBE_MS + SOAK_MS) / 1000))
+        : SOAK_INGEST
       replay.setRate(soakIngest)
       totals.soakReads = readsHalf
       totals.soakIngest = soakIngest
