@@ -28,9 +28,9 @@ import WebSocket from 'ws'
 import { CborWriter, cidOf, cidToString } from '../../packages/sim/src/emit/cbor.ts'
 import { commitFrame } from '../../packages/sim/src/emit/firehose.ts'
 import { SimKeys } from '../../packages/sim/src/emit/keys.ts'
+import { keyLayer } from '../../packages/sim/src/emit/mst.ts'
 import {
   followRecord,
-  keyLayer,
   postRecord,
   signedCommit,
   SimRepo,

@@ -12,10 +12,9 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { type Block, CborWriter, type CidBin } from '../../packages/sim/src/emit/cbor.ts'
 import { commitFrame } from '../../packages/sim/src/emit/firehose.ts'
 import { SimKeys } from '../../packages/sim/src/emit/keys.ts'
+import { Mst, type OpAction } from '../../packages/sim/src/emit/mst.ts'
 import {
   followRecord,
-  Mst,
-  type OpAction,
   postRecord,
   type RepoWrite,
   signedCommit,

@@ -1,6 +1,7 @@
 // Reads one source (a relay's or PDS's firehose, or Jetstream) into batches and hands them to the
 // writer, one batch at a time. The cursor lives in Postgres with the data; state for /_health is
-// kept here.
+// kept here, beside the positions it reports (read, taken, committed), which change on every
+// frame and batch: hence one class a little over 400 lines.
 import type { Kysely } from 'kysely'
 import type { IdResolver } from '@atproto/identity'
 import type { DatabaseSchema } from '@openplane/db'

@@ -5,7 +5,6 @@ import { once } from 'node:events'
 import { createWriteStream } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { parseArgs } from 'node:util'
 import {
   checkFile,
@@ -17,18 +16,15 @@ import {
 import { CORPUS_COMMANDS, CORPUS_USAGE, corpusCommand } from './corpus/cli.ts'
 import { generateScenarios } from './generate.ts'
 import { formatLoadReport, loadUserbase } from './load.ts'
-import type { PlanEntry, UserbaseParams } from './params.ts'
+import type { PlanEntry } from './params.ts'
 import { totalFollows } from './powerlaw.ts'
 import { progressReporter } from './progress.ts'
 import { renderReport } from './report/html.ts'
 import { formatSummaryTable, summarize } from './report/summary.ts'
-import type { AppviewOptions, HttpVersion } from './run/client.ts'
 import { compareRuns, type CompareTarget } from './run/compare.ts'
 import { readRunData, REPORT_FILE } from './run/data.ts'
-import { userbaseFollowerOf } from './run/followers.ts'
-import type { LagOptions } from './run/lag.ts'
+import { createSink, RUN_FLAGS, runOptions, startDelay } from './run-flags.ts'
 import { readReplay, startRun, type RunOptions } from './run/runner.ts'
-import type { ClosableSink } from './run/sink.ts'
 import { formatStats, measureUserbase } from './stats.ts'
 import { ParamError } from './validate.ts'
 
@@ -252,134 +248,6 @@ async function main(argv: string[]): Promise<number> {
   return usage(`unknown command ${cmd}`)
 }
 
-const RUN_FLAGS = {
-  dataplane: { type: 'string' },
-  stock: { type: 'string' },
-  ours: { type: 'string' },
-  labels: { type: 'string' },
-  label: { type: 'string' },
-  title: { type: 'string' },
-  speed: { type: 'string' },
-  duration: { type: 'string' },
-  interval: { type: 'string' },
-  limit: { type: 'string' },
-  timeout: { type: 'string' },
-  late: { type: 'string' },
-  'max-in-flight': { type: 'string' },
-  'http-version': { type: 'string' },
-  'control-port': { type: 'string' },
-  'firehose-port': { type: 'string' },
-  'plc-port': { type: 'string' },
-  userbase: { type: 'string' },
-  'lag-every': { type: 'string' },
-  'lag-timeout': { type: 'string' },
-  'start-delay': { type: 'string' },
-  appview: { type: 'string' },
-  'appview-admin-password': { type: 'string' },
-} as const
-
-type Flags = Partial<Record<keyof typeof RUN_FLAGS | 'out', string>>
-
-/** Run options shared by run, replay and compare, from the flags. */
-async function runOptions(flags: Flags): Promise<{
-  options: Omit<RunOptions, 'plan' | 'sink'>
-  userbase?: UserbaseParams
-}> {
-  const options: Omit<RunOptions, 'plan' | 'sink'> = {
-    controlPort: intFlag(flags, 'control-port', 9465, 0),
-  }
-  if (flags.speed !== undefined) {
-    const speed = Number(flags.speed)
-    if (!(speed > 0) || !Number.isFinite(speed)) {
-      throw new ParamError(`--speed must be a positive number, got ${JSON.stringify(flags.speed)}`)
-    }
-    options.speed = speed
-  }
-  const duration = durationFlag(flags, 'duration')
-  if (duration !== undefined) options.maxDurationMs = duration
-  const interval = durationFlag(flags, 'interval')
-  if (interval !== undefined) options.sessionIntervalMs = interval
-  const timeout = durationFlag(flags, 'timeout')
-  if (timeout !== undefined) options.requestTimeoutMs = timeout
-  const late = durationFlag(flags, 'late')
-  if (late !== undefined) options.lateMs = late
-  if (flags.limit !== undefined) options.timelineLimit = intFlag(flags, 'limit', 50, 1)
-  if (flags['max-in-flight'] !== undefined) {
-    options.maxInFlight = intFlag(flags, 'max-in-flight', 1000, 1)
-  }
-  const version = flags['http-version']
-  if (version !== undefined) {
-    if (version !== '1.1' && version !== '2') {
-      throw new ParamError(`--http-version must be 1.1 or 2, got ${JSON.stringify(version)}`)
-    }
-    options.httpVersion = version as HttpVersion
-  }
-  if (flags.appview) {
-    const appview: AppviewOptions = { url: flags.appview }
-    const password = flags['appview-admin-password'] ?? process.env.SIM_APPVIEW_ADMIN_PASSWORD
-    if (password) appview.adminPassword = password
-    else console.error('warning: --appview without an admin password: requests will fail auth')
-    options.appview = appview
-  }
-  let userbase: UserbaseParams | undefined
-  if (flags.userbase) userbase = await readUserbaseParams(flags.userbase)
-  const lagEvery = intFlag(flags, 'lag-every', 10, 0)
-  if (userbase && lagEvery > 0) {
-    const lag: LagOptions = { followerOf: userbaseFollowerOf(userbase), sampleEvery: lagEvery }
-    const lagTimeout = durationFlag(flags, 'lag-timeout')
-    if (lagTimeout !== undefined) lag.timeoutMs = lagTimeout
-    options.lag = lag
-  }
-  return userbase ? { options, userbase } : { options }
-}
-
-/** The event sink of the CLI: a local firehose and PLC stub for the simulated users. */
-async function createSink(
-  flags: Flags,
-  userbase: UserbaseParams | undefined,
-): Promise<ClosableSink & { url: string; plcUrl: string; close(): Promise<void> }> {
-  // Loaded on demand: the other commands do not need the emitter's dependencies.
-  const { LocalNetwork } = await import('./emit/index.ts')
-  return LocalNetwork.start({
-    seed: userbase?.seed ?? 1,
-    ...(userbase ? { handleDomain: userbase.handle_domain, users: userbase.num_users } : {}),
-    port: intFlag(flags, 'firehose-port', 0, 0),
-    plcPort: intFlag(flags, 'plc-port', 0, 0),
-  })
-}
-
-async function startDelay(flags: Flags, sink: { url: string }): Promise<void> {
-  const ms = durationFlag(flags, 'start-delay') ?? 0
-  if (ms <= 0) return
-  console.error(`firehose ${sink.url} is up; starting the plan in ${ms / 1000} s`)
-  await sleep(ms)
-}
-
-function intFlag(flags: Flags, name: keyof Flags, fallback: number, min: number): number {
-  const raw = flags[name]
-  if (raw === undefined) return fallback
-  const n = Number(raw)
-  if (!Number.isSafeInteger(n) || n < min) {
-    throw new ParamError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(raw)}`)
-  }
-  return n
-}
-
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
-
-/** A duration flag: milliseconds, or a number with ms / s / m / h. */
-function durationFlag(flags: Flags, name: keyof Flags): number | undefined {
-  const raw = flags[name]
-  if (raw === undefined) return undefined
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(raw.trim())
-  if (!m) {
-    throw new ParamError(
-      `--${name} must be a duration (ms, or with ms/s/m/h), got ${JSON.stringify(raw)}`,
-    )
-  }
-  return Math.round(Number(m[1]) * UNITS[m[2] ?? 'ms']!)
-}
-
 function defaultOutDir(label: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)
   return path.join('.data', 'sim-runs', `${stamp}-${label.replace(/[^A-Za-z0-9._-]+/g, '_')}`)
@@ -426,8 +294,13 @@ function usage(message: string): number {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (err: unknown) => {
-    if (err instanceof ParamError) {
-      console.error(`error: ${err.message}`)
+    // A flag node's parseArgs refuses (unknown, or a value missing) is the caller's mistake too.
+    const code = (err as { code?: unknown }).code
+    if (
+      err instanceof ParamError ||
+      (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS'))
+    ) {
+      console.error(`error: ${(err as Error).message}`)
       process.exit(2)
     }
     console.error(err)

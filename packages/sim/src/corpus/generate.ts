@@ -2,7 +2,9 @@
 // over repos: a few very active, a long tail), what they do (the mix), and on what (popular
 // users and posts draw more follows, likes and replies; threads grow from recent posts). Record
 // bodies are encoded here, so strong refs carry the real CIDs of the records they point at.
-// Signing and framing are the recorder's job; this part is pure and fast.
+// Signing and framing are the recorder's job; this part is pure and fast. One class at this
+// length because a corpus is reproducible only if every draw comes from one random stream in one
+// order: the choice of actor, action and target, and the pools they draw from, change together.
 import { cidOf, cidToString, CborWriter, Link, type Block, type CborValue } from '../emit/cbor.ts'
 import { didFor, handleFor, tid } from '../ids.ts'
 import { hash32, Rng } from '../rng.ts'

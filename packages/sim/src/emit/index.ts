@@ -16,13 +16,11 @@ export { CborWriter, carFile, cidOf, cidToString, type Block, type CidBin } from
 export { LocalFirehose, SUBSCRIBE_REPOS, type FirehoseOptions } from './firehose.ts'
 export { privateKeyFor, SimKeys, type SimKeysOptions } from './keys.ts'
 export { PlcStub, type DidDocument, type PlcStubOptions } from './plc.ts'
+export { keyLayer, Mst, type OpAction } from './mst.ts'
 export {
-  keyLayer,
   MAX_COMMIT_OPS,
-  Mst,
   SimRepo,
   type CommitOp,
-  type OpAction,
   type PreparedCommit,
   type PreparedCreate,
   type RepoWrite,

@@ -2,7 +2,9 @@
 // offset, divided by the speed-up), posts and follows to an EventSink, sessions to the timeline
 // targets; takes scenarios joined through the control endpoint at the current runtime offset;
 // exports the effective plan to the run directory on every change and at the end; measures
-// everything (Recorder) and writes run.json and report.html when done.
+// everything (Recorder) and writes run.json and report.html when done. Long because startRun is
+// one closure: dispatch, joined scenarios, the export and the drain share the run's clock, its
+// plan and its stop, which a split would pass around as a bag of mutable state.
 import { mkdir, rename, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
