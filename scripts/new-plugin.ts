@@ -1,7 +1,9 @@
-// pnpm new:plugin <nsid> [--name <file-name>]: a record type in one command. Writes the plugin
-// (record-only: checked and kept in `record`) and its test beside it, registers it, and, for a
-// collection the pinned stock indexer indexes too, adds it to the indexer fuzzer. Prints what is
-// left to do (CONTRIBUTING.md, "Adding a record type").
+// pnpm new:plugin <nsid> [--name <file-name>] [--stock]: a record type in one command. Writes the
+// plugin (record-only: checked and kept in `record`) and its test beside it, registers it, and, for
+// a collection the pinned stock indexer indexes too, adds it to the indexer fuzzer. `--stock` says
+// the stock indexes it though the pinned release does not (moving the pin to a release that
+// does: CONTRIBUTING.md, "Upgrading the pinned AppView"). Prints what is left to do
+// (CONTRIBUTING.md, "Adding a record type").
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -32,10 +34,10 @@ function stockCollections(): Set<string> {
 async function main(): Promise<void> {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { name: { type: 'string' } },
+    options: { name: { type: 'string' }, stock: { type: 'boolean' } },
   })
   if (positionals.length !== 1) {
-    throw new Error('usage: pnpm new:plugin <nsid> [--name <file-name>]')
+    throw new Error('usage: pnpm new:plugin <nsid> [--name <file-name>] [--stock]')
   }
   const names = namesOf(positionals[0]!, values.name)
   const { pluginFor } = await import('../packages/plugins/src/registry.ts')
@@ -59,7 +61,7 @@ async function main(): Promise<void> {
     [test, testSource(names)],
     [registry, registered(readFileSync(registry, 'utf8'), names)],
   ]
-  const stock = stockCollections().has(names.nsid)
+  const stock = values.stock === true || stockCollections().has(names.nsid)
   if (stock) {
     const sequence = at('tests/harness/fuzz/sequence.ts')
     const generate = at('tests/harness/fuzz/generate.ts')

@@ -81,13 +81,15 @@ export interface DataplaneEnv {
   pdsUrl: string
   port?: number
   extra?: Record<string, string>
+  /** The CLI's entry point (default: this checkout's; a test may run another copy's). */
+  main?: string
 }
 
 /** `openplane start` as its own process, indexing the PDS firehose into `schema`. */
 export async function spawnDataplane(opts: DataplaneEnv): Promise<Child> {
   const port = opts.port ?? (await freePort())
   return spawnReady(
-    ['packages/cli/src/main.ts', 'start'],
+    [opts.main ?? 'packages/cli/src/main.ts', 'start'],
     {
       DB_POSTGRES_URL: opts.pgUrl,
       DB_POSTGRES_SCHEMA: opts.schema,
