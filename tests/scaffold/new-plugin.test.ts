@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
-import { promisify } from 'node:util'
+import { promisify, stripVTControlCharacters } from 'node:util'
 import { TestNetworkNoAppView } from '@atproto/dev-env'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -38,7 +38,7 @@ async function nodeIn(dir: string, args: string[]): Promise<string> {
       maxBuffer: 64 << 20,
     })
     // Colours come through when the test run has them: the assertions read the text.
-    return (stdout + stderr).replace(/\x1b\[[0-9;]*m/g, '')
+    return stripVTControlCharacters(stdout + stderr)
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string }
     throw new Error(
