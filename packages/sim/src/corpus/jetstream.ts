@@ -3,16 +3,10 @@
 // and empty commits none. A message's `time_us` is its frame's time in microseconds plus its
 // place among the frames of the same millisecond (the corpus's times have millisecond
 // precision), so cursors are unique, increase with the stream, and map back to a frame.
-import { cborDecode } from '@atproto/common'
-import { lexToJson } from '@atproto/lexicon'
-import { readCarWithRoot } from '@atproto/repo'
-import { Frame } from '@atproto/xrpc-server'
+import { decode } from '@atcute/cbor'
 import type { JetstreamMessage } from '@openplane/jetstream'
 import type { CorpusReader } from './file.ts'
-
-type Obj = Record<string, unknown>
-type Cid = { toString(): string }
-type LexValue = Parameters<typeof lexToJson>[0]
+import { bytesOf, carBlocks, linkText, readFrame, type Obj } from './frame-read.ts'
 
 /** Frames of one millisecond beyond this share its last microsecond (far above any rate here). */
 const PER_MS = 1000
@@ -52,9 +46,9 @@ export class JetstreamView {
 
   /** Frame `i`'s messages (its payload bytes, without the WebSocket header). */
   async messages(i: number, payload: Uint8Array): Promise<JetstreamMessage[]> {
-    const frame = Frame.fromBytes(payload)
-    const body = frame.body as Obj
-    const t = (frame.header as { t?: string }).t
+    const frame = readFrame(payload)
+    if (!frame) return []
+    const { body, t } = frame
     const time_us = this.timeUs(i)
     const seq = body.seq as number
     const time = body.time as string
@@ -81,17 +75,16 @@ export class JetstreamView {
   private async commit(body: Obj, time_us: number): Promise<JetstreamMessage[]> {
     const did = body.repo as string
     const rev = body.rev as string
-    const ops = body.ops as { action: string; path: string; cid: Cid | null }[]
+    const ops = body.ops as { action: string; path: string; cid: unknown }[]
     if (!ops.length) return []
-    const { blocks } = (await readCarWithRoot(body.blocks as Uint8Array)) as unknown as {
-      blocks: { get(cid: Cid): Uint8Array | undefined }
-    }
+    const blocks = carBlocks(bytesOf(body.blocks))
     const out: JetstreamMessage[] = []
     for (const op of ops) {
       const slash = op.path.indexOf('/')
       const collection = op.path.slice(0, slash)
       const rkey = op.path.slice(slash + 1)
-      if (op.action === 'delete' || !op.cid) {
+      const cid = linkText(op.cid)
+      if (op.action === 'delete' || !cid) {
         out.push({
           did,
           time_us,
@@ -100,16 +93,17 @@ export class JetstreamView {
         })
         continue
       }
-      const bytes = blocks.get(op.cid)
+      const bytes = blocks.get(cid)
       // A record the CAR lacks is left out, as Jetstream leaves out what it cannot read.
       if (!bytes) continue
-      const record = lexToJson(cborDecode(bytes) as LexValue)
+      // As JSON: links as {$link}, bytes as {$bytes} (the wrappers' own toJSON).
+      const record = JSON.parse(JSON.stringify(decode(bytes))) as Obj
       const operation = op.action === 'update' ? 'update' : 'create'
       out.push({
         did,
         time_us,
         kind: 'commit',
-        commit: { rev, operation, collection, rkey, record, cid: op.cid.toString() },
+        commit: { rev, operation, collection, rkey, record, cid },
       })
     }
     return out

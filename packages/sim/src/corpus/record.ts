@@ -2,9 +2,8 @@
 // over the user's repo, or an #identity / #account message), framed as subscribeRepos sends it
 // and appended to the corpus file. Signing runs on worker threads; everything else stays in
 // step order, so seqs, revs and the file are the same on every run with the same parameters.
-import { MessageFrame } from '@atproto/xrpc-server'
 import { CborWriter } from '../emit/cbor.ts'
-import { commitFrame } from '../emit/firehose.ts'
+import { commitFrame, messageFrame } from '../emit/firehose.ts'
 import { SimKeys } from '../emit/keys.ts'
 import { signedCommit, SimRepo, SimRepos } from '../emit/repos.ts'
 import { SignerPool } from '../emit/signer.ts'
@@ -78,15 +77,13 @@ export async function recordFirehose(
   function frameOf(step: Step, seq: number, time: string): Promise<Uint8Array> {
     const did = didFor(step.user)
     if (step.type === 'identity') {
-      return Promise.resolve(
-        new MessageFrame({ seq, did, time, handle: step.handle }, { type: '#identity' }).toBytes(),
-      )
+      return Promise.resolve(messageFrame(w, '#identity', { seq, did, time, handle: step.handle }))
     }
     if (step.type === 'account') {
       const body = step.active
         ? { seq, did, time, active: true }
         : { seq, did, time, active: false, status: 'deactivated' }
-      return Promise.resolve(new MessageFrame(body, { type: '#account' }).toBytes())
+      return Promise.resolve(messageFrame(w, '#account', body))
     }
     // The repo moves on now, in step order; only the signature is awaited.
     signing.add(step.user)

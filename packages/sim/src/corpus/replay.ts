@@ -10,10 +10,10 @@
 import { createHash } from 'node:crypto'
 import http, { type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import { decode, decodeFirst, encode } from '@atcute/cbor'
 import { SimKeys } from '../emit/keys.ts'
 import { PlcDocuments } from '../emit/plc.ts'
 import { didFor, idForHandle } from '../ids.ts'
-import { decodeAll, encode } from '@atproto/lex-cbor'
 import { compressMessage } from '@openplane/jetstream'
 import { Consumer, type JetstreamWants } from './consumer.ts'
 import { wsBinaryFrame, wsFrame, type CorpusReader } from './file.ts'
@@ -25,9 +25,10 @@ const NO_SUCH_REV = '2222222222222'
 
 /** A firehose message whose commit names a `since` it does not follow (others as they are). */
 function breakChain(message: Buffer): Uint8Array {
-  const [header, body] = [...decodeAll(message)] as [{ t?: string }, Record<string, unknown>]
+  const [header, rest] = decodeFirst(message) as [{ t?: string }, Uint8Array]
+  const body = decode(rest) as Record<string, unknown>
   if (header.t !== '#commit' || body.since == null) return message
-  return Buffer.concat([encode(header as never), encode({ ...body, since: NO_SUCH_REV } as never)])
+  return Buffer.concat([encode(header), encode({ ...body, since: NO_SUCH_REV })])
 }
 
 export interface ReplayOptions {

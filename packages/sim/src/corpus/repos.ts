@@ -1,36 +1,23 @@
 // Whole repos of the corpus's users, for backfills to fetch (com.atproto.sync.getRepo) and list
 // (listRepos). The corpus holds each commit's new blocks; reading it once in order leaves every
-// user's records as of the last commit. A repo's CAR is built on request with @atproto/repo (a
-// fresh tree of those records, committed at the user's last rev and signed with the user's key
-// from the corpus seed), so it verifies against the DID documents the replay server answers.
-// Building and signing one costs the server milliseconds; with `keepCars` each CAR is built once
-// and served from memory after, as a PDS serves its stored blocks, so a bench that warms the
-// server first measures the consumer, not the CAR builder sharing its cores.
-import { Secp256k1Keypair } from '@atproto/crypto'
-import {
-  blocksToCarFile,
-  cborToLexRecord,
-  MemoryBlockstore,
-  readCar,
-  Repo,
-  WriteOpAction,
-} from '@atproto/repo'
-import { Frame } from '@atproto/xrpc-server'
+// user's records as of the last commit. A repo's CAR is built on request with the toolkit's own
+// tree and writer (emit/: a fresh tree of those records, committed at the user's last rev and
+// signed with the user's key from the corpus seed), so it verifies against the DID documents the
+// replay server answers. Building and signing one costs the server milliseconds; with `keepCars`
+// each CAR is built once and served from memory after, as a PDS serves its stored blocks, so a
+// bench that warms the server first measures the consumer, not the CAR builder sharing its cores.
+import { carFile, cidOf, CborWriter, type Block } from '../emit/cbor.ts'
 import { SimKeys } from '../emit/keys.ts'
+import { Mst } from '../emit/mst.ts'
+import { commitBlock, unsignedCommit } from '../emit/repos.ts'
 import { didFor, idForDid } from '../ids.ts'
 import type { CorpusReader } from './file.ts'
+import { bytesOf, carBlocks, linkText, readFrame } from './frame-read.ts'
 
 interface UserRepo {
   rev: string
   /** Record bytes (DAG-CBOR) by `collection/rkey`. */
   records: Map<string, Uint8Array>
-}
-
-interface CommitBody {
-  repo: string
-  rev: string
-  blocks: Uint8Array
-  ops: { action: string; path: string; cid: { toString(): string } | null }[]
 }
 
 export class CorpusRepos {
@@ -57,22 +44,28 @@ export class CorpusRepos {
     let n = 0
     for await (const { bytes } of corpus.messages()) {
       if (++n % 50_000 === 0) onProgress?.(n)
-      const frame = Frame.fromBytes(bytes)
-      if (!frame.isMessage() || frame.type !== '#commit') continue
-      const body = frame.body as unknown as CommitBody
-      const id = idForDid(body.repo, self.maxId)
+      const frame = readFrame(bytes)
+      if (frame?.t !== '#commit') continue
+      const { repo, rev, blocks, ops } = frame.body as {
+        repo: string
+        rev: string
+        blocks: unknown
+        ops: { action: string; path: string; cid: unknown }[]
+      }
+      const id = idForDid(repo, self.maxId)
       if (id === undefined) continue
-      const user = self.users.get(id) ?? { rev: body.rev, records: new Map() }
+      const user = self.users.get(id) ?? { rev, records: new Map() }
       self.users.set(id, user)
-      user.rev = body.rev
-      const { blocks } = await readCar(body.blocks, { skipCidVerification: true })
-      for (const op of body.ops) {
-        if (op.action === 'delete' || !op.cid) {
+      user.rev = rev
+      const inCar = carBlocks(bytesOf(blocks))
+      for (const op of ops) {
+        const cid = linkText(op.cid)
+        if (op.action === 'delete' || !cid) {
           user.records.delete(op.path)
           continue
         }
-        const bytes = blocks.get(op.cid as never)
-        if (bytes) user.records.set(op.path, bytes)
+        const record = inCar.get(cid)
+        if (record) user.records.set(op.path, record)
       }
     }
     return self
@@ -108,19 +101,20 @@ export class CorpusRepos {
     const id = idForDid(did, this.maxId)
     const user = id === undefined ? undefined : this.users.get(id)
     if (!user || id === undefined) return undefined
-    const storage = new MemoryBlockstore()
-    const writes = [...user.records].map(([path, bytes]) => {
-      const slash = path.indexOf('/')
-      return {
-        action: WriteOpAction.Create as const,
-        collection: path.slice(0, slash) as `${string}.${string}.${string}`,
-        rkey: path.slice(slash + 1),
-        record: cborToLexRecord(bytes),
-      }
-    })
-    const key: Secp256k1Keypair = this.keys.keypair(id)
-    const commit = await Repo.formatInitCommit(storage, did, key, writes, user.rev)
-    await storage.applyCommit(commit)
-    return blocksToCarFile(commit.cid, storage.blocks)
+    const w = new CborWriter()
+    const tree = new Mst()
+    const blocks: Block[] = []
+    const held = new Set<string>()
+    for (const [path, bytes] of user.records) {
+      const cid = cidOf(bytes)
+      tree.add(path, cid)
+      // Identical records share one block.
+      if (!held.has(cid)) blocks.push({ cid, bytes })
+      held.add(cid)
+    }
+    const data = tree.commit(w, blocks)
+    const sig = await this.keys.keypair(id).sign(unsignedCommit(w, did, user.rev, data))
+    const commit = commitBlock(w, { did, rev: user.rev, data }, sig)
+    return carFile(w, commit.cid, [commit, ...blocks])
   }
 }

@@ -17,7 +17,7 @@ import {
   InvalidRequestError,
   MessageFrame,
 } from '@atproto/xrpc-server'
-import { type CborWriter, carFile } from './cbor.ts'
+import { carFile, CborWriter, type CborValue } from './cbor.ts'
 import type { SignedCommit } from './repos.ts'
 
 export const SUBSCRIBE_REPOS = 'com.atproto.sync.subscribeRepos'
@@ -143,12 +143,22 @@ export function commitFrame(w: CborWriter, seq: number, time: string, c: SignedC
   return Buffer.concat([header, w.finish()])
 }
 
+/** A message frame of `type` ({op: 1, t} header, then the body), as subscribeRepos sends it. */
+export function messageFrame(
+  w: CborWriter,
+  type: string,
+  body: { [key: string]: CborValue | undefined },
+): Buffer {
+  const header = w.map(2).text('t').text(type).text('op').uint(1).finish()
+  return Buffer.concat([header, w.value(body).finish()])
+}
+
 export function identityFrame(seq: number, time: string, did: string, handle: string): Uint8Array {
-  return new MessageFrame({ seq, did, time, handle }, { type: '#identity' }).toBytes()
+  return messageFrame(new CborWriter(), '#identity', { seq, did, time, handle })
 }
 
 export function accountFrame(seq: number, time: string, did: string): Uint8Array {
-  return new MessageFrame({ seq, did, time, active: true }, { type: '#account' }).toBytes()
+  return messageFrame(new CborWriter(), '#account', { seq, did, time, active: true })
 }
 
 export interface FirehoseOptions {

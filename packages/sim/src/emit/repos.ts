@@ -138,19 +138,7 @@ export class SimRepo {
     // Several ops: each op's proof in the final tree, together (as the reference PDS sends, one
     // covering proof per write); a consumer undoing them one by one finds what each needs.
     for (const op of ops) this.mst.proveOp(op.action, op.path, w, blocks)
-    const unsigned = w
-      .map(5)
-      .text('did')
-      .text(this.did)
-      .text('rev')
-      .text(rev)
-      .text('data')
-      .cid(data)
-      .text('prev')
-      .null()
-      .text('version')
-      .uint(3)
-      .finish()
+    const unsigned = unsignedCommit(w, this.did, rev, data)
     const prepared: PreparedCommit = {
       did: this.did,
       rev,
@@ -179,13 +167,30 @@ export class SimRepo {
   }
 }
 
-/** Encodes the signed commit (the unsigned one plus `sig`) and its CID. */
-export function signedCommit<C extends PreparedCommit>(
+/** The v3 commit's bytes as signed: every field but `sig`. */
+export function unsignedCommit(w: CborWriter, did: string, rev: string, data: CidBin): Buffer {
+  return w
+    .map(5)
+    .text('did')
+    .text(did)
+    .text('rev')
+    .text(rev)
+    .text('data')
+    .cid(data)
+    .text('prev')
+    .null()
+    .text('version')
+    .uint(3)
+    .finish()
+}
+
+/** The v3 commit's block: the unsigned fields plus `sig`. */
+export function commitBlock(
   w: CborWriter,
-  c: C,
+  c: { did: string; rev: string; data: CidBin },
   sig: Uint8Array,
-): C & SignedCommit {
-  const commitBytes = w
+): { cid: CidBin; bytes: Buffer } {
+  const bytes = w
     .map(6)
     .text('did')
     .text(c.did)
@@ -200,7 +205,17 @@ export function signedCommit<C extends PreparedCommit>(
     .text('version')
     .uint(3)
     .finish()
-  return { ...c, commit: cidOf(commitBytes), commitBytes }
+  return { cid: cidOf(bytes), bytes }
+}
+
+/** Encodes the signed commit (the unsigned one plus `sig`) and its CID. */
+export function signedCommit<C extends PreparedCommit>(
+  w: CborWriter,
+  c: C,
+  sig: Uint8Array,
+): C & SignedCommit {
+  const { cid, bytes } = commitBlock(w, c, sig)
+  return { ...c, commit: cid, commitBytes: bytes }
 }
 
 /** Encodes an app.bsky.feed.post record (text, createdAt). */
