@@ -1,5 +1,6 @@
 // Calling the same XRPC endpoint on two stock AppViews (one on the stock dataplane, one on ours)
 // and comparing what they answer: status and JSON body, walking cursors.
+import { isDeepStrictEqual } from 'node:util'
 import { expect } from 'vitest'
 import type { StockNetwork } from './stock-network.ts'
 
@@ -74,10 +75,8 @@ export function appViewDiff(net: StockNetwork, oursUrl: () => string): AppViewDi
     opts: SameOptions,
     oursParams: Params = params,
   ): Promise<[Answer, Answer]> {
-    const [stock, ours] = await Promise.all([
-      call(net.network.bsky.url, nsid, params, caller, opts.body),
-      call(oursUrl(), nsid, oursParams, caller, opts.body),
-    ])
+    const askStock = () => call(net.network.bsky.url, nsid, params, caller, opts.body)
+    const askOurs = () => call(oursUrl(), nsid, oursParams, caller, opts.body)
     const clock = opts.clock ?? []
     const aside = (v: Json): Json =>
       Array.isArray(v)
@@ -89,6 +88,16 @@ export function appViewDiff(net: StockNetwork, oursUrl: () => string): AppViewDi
           : v
     const who = caller === 'admin' ? 'admin' : caller ? 'signed in' : 'anonymous'
     const shown = (a: Answer) => (opts.statusOnly ? undefined : aside(a.body))
+    let [stock, ours] = await Promise.all([askStock(), askOurs()])
+    // The AppView fails open on a few hydrations with a deadline of their own (known followers:
+    // 100 ms), so on a loaded machine either side may leave a field out. A read answered apart is
+    // asked again, one side at a time; a real difference stays. A POST is never asked twice.
+    const apart = () =>
+      stock.status !== ours.status || !isDeepStrictEqual(shown(stock), shown(ours))
+    for (let again = 0; again < 2 && opts.body === undefined && apart(); again++) {
+      stock = await askStock()
+      ours = await askOurs()
+    }
     expect({ nsid, params, who, status: ours.status, body: shown(ours) }).toEqual({
       nsid,
       params,
