@@ -219,6 +219,21 @@ async function timelinePaths(url: string): Promise<string> {
     .join(' ')
 }
 
+/**
+ * Waits until the dataplane applied the stream up to `seq`; when it does not, the error says
+ * where it stopped and what it logged, so a stalled phase can be told from a slow one.
+ */
+async function caughtUp(ours: Child, seq: number): Promise<void> {
+  try {
+    await waitForSeq(ours.url, seq)
+  } catch (err) {
+    const at = await appliedSeq(ours.url)
+    throw new Error(
+      `${(err as Error).message}; applied ${at}; the dataplane logged ${logSummary(ours.output())}`,
+    )
+  }
+}
+
 /** The dataplane's warnings and errors, counted by message, each with the first error it named. */
 function logSummary(output: string): string {
   const seen = new Map<string, { n: number; err: string }>()
@@ -317,7 +332,7 @@ async function main(): Promise<void> {
     const replay = await ReplayServer.start({ corpus })
     const start = performance.now()
     const ours = await spawnOurs({ schema: reference, replay })
-    await waitForSeq(ours.url, last)
+    await caughtUp(ours, last)
     log(
       `reference: ${small.summary.frames} events in ${((performance.now() - start) / 1000).toFixed(1)} s`,
     )
@@ -344,7 +359,7 @@ async function main(): Promise<void> {
       totals.kills++
       ours = await spawnOurs({ schema, replay })
     }
-    await waitForSeq(ours.url, last)
+    await caughtUp(ours, last)
     await ours.stop()
     await replay.close()
     await countIngest(`kills (${totals.kills} kill -9)`, reference, schema)
@@ -364,7 +379,7 @@ async function main(): Promise<void> {
       await sleep(OUTAGE_MS)
       await pg.start()
       const during = tallyBetween(before, load.tally())
-      await waitForSeq(ours.url, last)
+      await caughtUp(ours, last)
       await sleep(2000)
       const all = await load.stop()
       log(`pg outage: during ${formatTally(during)}; whole phase ${formatTally(all)}`)
@@ -395,7 +410,7 @@ async function main(): Promise<void> {
       await redis.restart()
       await sleep(10_000)
       await redis.cli('FLUSHALL')
-      await waitForSeq(ours.url, last)
+      await caughtUp(ours, last)
       await sleep(5000)
       const all = await load.stop()
       totals.redisFailed = notOk(all)
@@ -420,7 +435,7 @@ async function main(): Promise<void> {
       await sleep(every)
       dropped += replay.dropConsumers()
     }
-    await waitForSeq(ours.url, last)
+    await caughtUp(ours, last)
     await ours.stop()
     await replay.close()
     await countIngest(`drops (${dropped} connections cut in ${DROPS} drops)`, reference, schema)
@@ -430,7 +445,7 @@ async function main(): Promise<void> {
     const schema = fresh('refetch')
     const replay = await ReplayServer.start({ corpus, brokenChains: true })
     const ours = await spawnOurs({ schema, replay })
-    await waitForSeq(ours.url, last)
+    await caughtUp(ours, last)
     // The cursor is past every event; what is still held is written as each fetch fails.
     const held = await heldSettled(ours.url)
     const metrics = await (await fetch(`${ours.url}/metrics`)).text()
