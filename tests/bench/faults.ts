@@ -26,7 +26,7 @@
 //      applied with an error) and the reads of the recovery's last 30 s that were not ok.
 // Phases 2–6 end with every indexed table diffed against the reference: rows only in the
 // reference are lost, rows only in the phase's schema are doubled (a counter off by one shows as
-// one of each). Not part of CI; about an hour by default. Ends with one line:
+// one of each). Not part of CI; about two hours by default. Ends with one line:
 //   faults: kills <n>, lost <n>, doubled <n>; pg outage unknown <n>; redis outage failed reads <n>; refetch failures lost <n>; soak at <n> rps + <n> ev/s rss growth <x>%, errors <n>; at 2x p99 <ms> ms, refused <n>, lost <n>
 //
 //   FAULTS_EVENTS / FAULTS_REPOS / FAULTS_SEED  the small corpus for phases 1–5 (60000 / 10000 / 1)
