@@ -2,7 +2,7 @@
 // Jetstream subscriber asked for, and the WebSocket side of its socket (the few control frames a
 // client sends; the info and error frames the server sends).
 import type { Socket } from 'node:net'
-import { CborWriter } from '../emit/cbor.ts'
+import { CborWriter, messageFrame } from '../emit/cbor.ts'
 import { wsBinaryFrame } from './file.ts'
 
 /** What a Jetstream consumer asked for. */
@@ -43,10 +43,7 @@ export class Consumer {
 
   /** An info frame ({op: 1, t: '#info'} header, {name, message} body); the stream goes on. */
   info(name: string, message: string): void {
-    const w = new CborWriter()
-    w.map(2).text('op').uint(1).text('t').text('#info')
-    w.map(2).text('name').text(name).text('message').text(message)
-    this.socket.write(wsBinaryFrame(w.finish()))
+    this.socket.write(wsBinaryFrame(messageFrame(new CborWriter(), '#info', { name, message })))
   }
 
   /** An error frame ({op: -1} header, {error, message} body), then a normal close. */

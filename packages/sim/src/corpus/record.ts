@@ -2,8 +2,8 @@
 // over the user's repo, or an #identity / #account message), framed as subscribeRepos sends it
 // and appended to the corpus file. Signing runs on worker threads; everything else stays in
 // step order, so seqs, revs and the file are the same on every run with the same parameters.
-import { CborWriter } from '../emit/cbor.ts'
-import { commitFrame, messageFrame } from '../emit/firehose.ts'
+import { CborWriter, messageFrame } from '../emit/cbor.ts'
+import { commitFrame } from '../emit/firehose.ts'
 import { SimKeys } from '../emit/keys.ts'
 import { signedCommit, SimRepo, SimRepos } from '../emit/repos.ts'
 import { SignerPool } from '../emit/signer.ts'

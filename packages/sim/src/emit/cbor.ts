@@ -1,6 +1,6 @@
 // The few IPLD pieces emission needs, written directly: a DAG-CBOR writer (callers write map keys
-// in DAG-CBOR order: shorter first, then bytewise), CIDv1 dag-cbor/sha2-256 of blocks, and CARv1
-// files. Every emitted block goes through here, so it is kept allocation-light.
+// in DAG-CBOR order: shorter first, then bytewise), CIDv1 dag-cbor/sha2-256 of blocks, CARv1
+// files and subscribeRepos message frames. Every emitted block goes through here, so it is kept allocation-light.
 import { createHash } from 'node:crypto'
 
 /** A CIDv1 (dag-cbor, sha2-256) as its 36 binary bytes held in a latin1 string: compact to keep. */
@@ -238,4 +238,14 @@ export function carFile(w: CborWriter, root: CidBin, blocks: Block[]): Buffer {
     pos += blocks[i]!.bytes.length
   }
   return out
+}
+
+/** A message frame of `type` ({op: 1, t} header, then the body), as subscribeRepos sends it. */
+export function messageFrame(
+  w: CborWriter,
+  type: string,
+  body: { [key: string]: CborValue | undefined },
+): Buffer {
+  const header = w.map(2).text('t').text(type).text('op').uint(1).finish()
+  return Buffer.concat([header, w.value(body).finish()])
 }

@@ -17,7 +17,7 @@ import {
   InvalidRequestError,
   MessageFrame,
 } from '@atproto/xrpc-server'
-import { carFile, CborWriter, type CborValue } from './cbor.ts'
+import { carFile, CborWriter, messageFrame } from './cbor.ts'
 import type { SignedCommit } from './repos.ts'
 
 export const SUBSCRIBE_REPOS = 'com.atproto.sync.subscribeRepos'
@@ -141,16 +141,6 @@ export function commitFrame(w: CborWriter, seq: number, time: string, c: SignedC
   w.text('tooBig').bool(false)
   if (c.prevData !== null) w.text('prevData').cid(c.prevData)
   return Buffer.concat([header, w.finish()])
-}
-
-/** A message frame of `type` ({op: 1, t} header, then the body), as subscribeRepos sends it. */
-export function messageFrame(
-  w: CborWriter,
-  type: string,
-  body: { [key: string]: CborValue | undefined },
-): Buffer {
-  const header = w.map(2).text('t').text(type).text('op').uint(1).finish()
-  return Buffer.concat([header, w.value(body).finish()])
 }
 
 export function identityFrame(seq: number, time: string, did: string, handle: string): Uint8Array {
