@@ -15,7 +15,8 @@ export function needsHandleReindex(
   time: string,
 ): boolean {
   if (!actor) return true
-  const diff = new Date(time).getTime() - new Date(actor.indexedAt).getTime()
+  // Date.parse: asked for most events of every batch, and a Date object each time was garbage.
+  const diff = Date.parse(time) - Date.parse(actor.indexedAt)
   return diff > DAY || (actor.handle === null && diff > HOUR)
 }
 

@@ -3,8 +3,8 @@
 // deletions are real (the PDS no longer hosts the repo), and which repos the batch shows out of
 // sync (chain.ts). `below`: the actors and revs as the batch written before this one leaves them,
 // if it may not be committed yet (a batch planned ahead).
-import type { Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { sql, type Kysely } from 'kysely'
+import { textArray, type DatabaseSchema } from '@openplane/db'
 import { needsHandleReindex } from './actors.ts'
 import type { Prepared } from './batch/steps.ts'
 import { absentCreates } from './absent-creates.ts'
@@ -27,14 +27,16 @@ export async function prepareBatch(
 ): Promise<Prepared> {
   const relevant = (e: IngestEvent) =>
     e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
-  const dids = [...new Set(batch.filter(relevant).map((e) => e.did))]
+  const seen = new Set<string>()
+  for (const e of batch) if (relevant(e)) seen.add(e.did)
+  const dids = [...seen]
   const actors = new Map(
     (dids.length === 0
       ? []
       : await db
           .selectFrom('actor')
           .select(['did', 'handle', 'indexedAt'])
-          .where('did', 'in', dids)
+          .where(sql<boolean>`did = any(${textArray(dids)}::text[])`)
           .execute()
     ).map((a): [string, ActorState] => [a.did, a]),
   )
@@ -52,26 +54,33 @@ export async function prepareBatch(
   // An account event says "deleted"; it is applied only if the PDS no longer has the repo. A
   // purge needs no asking.
   const deletions = new Set<number>()
-  await Promise.all(
-    [...batch.entries()].map(async ([index, evt]) => {
-      if (evt.type === 'purge') return void deletions.add(index)
-      if (evt.type !== 'account' || evt.active || evt.status !== 'deleted') return
-      if (!(await deps.isHosted(evt.did).catch(() => true))) deletions.add(index)
-    }),
-  )
+  const asked: Promise<void>[] = []
+  for (let index = 0; index < batch.length; index++) {
+    const evt = batch[index]!
+    if (evt.type === 'purge') deletions.add(index)
+    else if (evt.type === 'account' && !evt.active && evt.status === 'deleted') {
+      asked.push(
+        deps.isHosted(evt.did).then(
+          (hosted) => void (hosted || deletions.add(index)),
+          () => undefined,
+        ),
+      )
+    }
+  }
+  await Promise.all(asked)
   // Which events re-check a handle depends on the outcome of earlier checks (an invalid handle
   // is re-checked hourly, a valid one daily), so plan in rounds: each round resolves, all at
   // once, the first unresolved check of each actor, until the plan needs no more.
   const outcomes = new Map<number, string | null | undefined>()
-  let final = new ActorPlan(actors)
   const handles = new Map<number, { did: string; handle: string | null }>()
+  let plan: ActorPlan
   for (;;) {
     handles.clear()
-    const plan = new ActorPlan(actors)
-    final = plan
+    plan = new ActorPlan(actors)
     const blocked = new Set<string>()
     const wanted: { index: number; did: string; force: boolean }[] = []
-    for (const [index, evt] of batch.entries()) {
+    for (let index = 0; index < batch.length; index++) {
+      const evt = batch[index]!
       if (deletions.has(index)) plan.remove(evt.did)
       if (!relevant(evt) || evt.type === 'account' || evt.type === 'purge') continue
       if (blocked.has(evt.did)) continue
@@ -100,7 +109,7 @@ export async function prepareBatch(
   const { repos: outOfSync, revs, chained } = brokenChains(batch, indexed.revs)
   const untrusted = new Set([...outOfSync, ...indexed.failed])
   const absent = absentCreates(batch, chained, untrusted)
-  return { handles, deletions, actors: final.snapshot(), claimed, revs, outOfSync, absent }
+  return { handles, deletions, actors: plan.snapshot(), claimed, revs, outOfSync, absent }
 }
 
 /**
@@ -121,7 +130,7 @@ async function indexedRevs(
     .selectFrom('actor_sync')
     .leftJoin('openplane_repo', 'openplane_repo.did', 'actor_sync.did')
     .select(['actor_sync.did', 'actor_sync.repoRev', 'openplane_repo.state'])
-    .where('actor_sync.did', 'in', dids)
+    .where(sql<boolean>`actor_sync.did = any(${textArray(dids)}::text[])`)
     .execute()
   for (const r of rows) {
     revs.set(r.did, r.repoRev)

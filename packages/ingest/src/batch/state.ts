@@ -9,7 +9,7 @@
 // once. One class at this length because its maps (rows read, the batch's changes, their journal
 // and lookup indexes) change together on every read and write.
 import { sql, type Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { textArray, type DatabaseSchema } from '@openplane/db'
 import type { Absent } from './absent.ts'
 import type { SchemaInfo, TableInfo } from './schema.ts'
 
@@ -28,6 +28,11 @@ export interface TableWrites {
 export type Writes = Map<string, TableWrites>
 
 const SEP = '\u0001'
+/**
+ * The answer of a read that found nothing: one shared array, frozen so a caller that tried to add
+ * to it would fail loudly. Most reads of a batch of new records find nothing.
+ */
+const NONE: Row[] = Object.freeze([]) as unknown as Row[]
 
 /**
  * Rows that point to others a plan walks one by one (a reply to its parent, up a thread): loading
@@ -60,6 +65,14 @@ interface Shape {
   name: string
   /** Whether the columns are the primary key (then in its order). */
   primary: boolean
+  /** This shape's loaded lookups (BatchState.lookups), once one was read. */
+  found?: Map<string, string[]>
+}
+
+/** One step of the path to a read's shape: the table, then each column name in turn. */
+interface ShapeNode {
+  next: Map<string, ShapeNode>
+  shape?: Shape
 }
 
 interface Lookup {
@@ -82,15 +95,18 @@ export class BatchState {
   private readonly schema: SchemaInfo
   /** Rows as they were before the batch, by table and primary key; null: known absent. */
   private readonly base = new Map<string, Map<string, Row | null>>()
-  /** Lookups by other columns already loaded: the primary keys of the rows they found. */
-  private readonly lookups = new Map<string, string[]>()
+  /**
+   * Lookups by other columns already loaded, by table and shape (`table SEP columns`), then by
+   * the values' key: the primary keys of the rows they found.
+   */
+  private readonly lookups = new Map<string, Map<string, string[]>>()
   /** The batch's changes, by table and primary key; null: deleted. */
   private readonly overlay = new Map<string, Map<string, Row | null>>()
   /** Overlay rows by lookup shape and values, built when a shape is first read. */
   private readonly indexes = new Map<string, Map<string, ShapeIndex>>()
   private readonly journal: Undo[] = []
-  /** Read shapes by table and column order as written (shapeOf). */
-  private readonly shapes = new Map<string, Shape>()
+  /** Read shapes by table, then column by column in the order written (shapeOf). */
+  private readonly shapes = new Map<string, ShapeNode>()
   /** What could not be read yet: lookup shape → value tuples. */
   private misses = new Map<string, { lookup: Lookup; values: Map<string, unknown[]> }>()
   /** Reads that missed so far (a step compares it before and after). */
@@ -143,7 +159,7 @@ export class BatchState {
       const c = pk[0]!
       let n = 0
       for (const _ in where) n++
-      if (n === 1 && c in where) return this.byKey(table, pk, [where[c]!])
+      if (n === 1 && c in where) return this.byOneKey(table, pk, where[c]!, false)
     }
     const shape = this.shapeOf(t, table, where)
     const { columns } = shape
@@ -152,12 +168,13 @@ export class BatchState {
     const changed = this.overlay.get(table)
     const under = this.below?.overlay.get(table)
     const match = keyOf(values)
-    const lookup = `${table}${SEP}${shape.name}${SEP}${match}`
-    let found = this.lookups.get(lookup)
+    const byMatch = (shape.found ??= this.lookupsOf(table, shape.name))
+    let found = byMatch.get(match)
     if (!found) {
       if (!this.absent?.has(table, columns, values)) return this.miss({ table, columns }, values)
-      this.lookups.set(lookup, (found = []))
+      byMatch.set(match, (found = []))
     }
+    if (!found.length && !changed && !under) return NONE
     const out: Row[] = []
     const known = this.base.get(table)!
     for (const key of found) {
@@ -186,39 +203,72 @@ export class BatchState {
    * few shapes a batch repeats thousands of times.
    */
   private shapeOf(t: TableInfo, table: string, where: Where): Shape {
-    let id = table
-    for (const c in where) id += SEP + c
-    let shape = this.shapes.get(id)
+    // Walked by name, not by a joined id: building that string was most of what a read allocated.
+    let node = this.shapes.get(table)
+    if (!node) this.shapes.set(table, (node = { next: new Map() }))
+    for (const c in where) {
+      let next: ShapeNode | undefined = node.next.get(c)
+      if (!next) node.next.set(c, (next = { next: new Map() }))
+      node = next
+    }
+    let shape = node.shape
     if (!shape) {
       const columns = Object.keys(where).sort()
       const primary = columns.length === t.primary.length && t.primary.every((c) => c in where)
       shape = primary
         ? { columns: [...t.primary], name: t.primary.join(','), primary }
         : { columns, name: columns.join(','), primary }
-      this.shapes.set(id, shape)
+      node.shape = shape
     }
     return shape
   }
 
+  /** The loaded lookups of one table and shape, by the values' key. */
+  private lookupsOf(table: string, shape: string): Map<string, string[]> {
+    const id = `${table}${SEP}${shape}`
+    let m = this.lookups.get(id)
+    if (!m) this.lookups.set(id, (m = new Map()))
+    return m
+  }
+
   /** The row with this primary key now, if any (a miss if not known yet). */
   private byKey(table: string, pk: readonly string[], pkValues: Value[], alone = false): Row[] {
-    const key = keyOf(pkValues)
+    const row = this.rowAt(table, keyOf(pkValues))
+    if (row !== undefined) return row ? [row] : NONE
+    return this.unknownKey(table, pk, pkValues, alone)
+  }
+
+  /** byKey for a one-column key, without an array of values unless it must be loaded. */
+  private byOneKey(table: string, pk: readonly string[], value: Value, alone: boolean): Row[] {
+    const row = this.rowAt(table, String(value))
+    if (row !== undefined) return row ? [row] : NONE
+    return this.unknownKey(table, pk, [value], alone)
+  }
+
+  /** The row at this key now (null: none), or undefined when it is not known yet. */
+  private rowAt(table: string, key: string): Row | null | undefined {
     const changed = this.overlay.get(table)
+    if (changed !== undefined) {
+      const row = changed.get(key)
+      if (row !== undefined || changed.has(key)) return row ?? null
+    }
     const under = this.below?.overlay.get(table)
-    const layer = changed?.has(key) ? changed : under?.has(key) ? under : undefined
-    if (layer) {
-      const row = layer.get(key)!
-      return row ? [row] : []
+    if (under !== undefined) {
+      const row = under.get(key)
+      if (row !== undefined || under.has(key)) return row ?? null
     }
-    const known = this.base.get(table)
-    if (!known?.has(key)) {
-      if (!this.knownAbsent(table, pk, pkValues, key)) {
-        return this.miss({ table, columns: [...pk], ...(alone && { alone }) }, pkValues)
-      }
-      return []
-    }
-    const row = known.get(key)!
-    return row ? [row] : []
+    return this.base.get(table)?.get(key)
+  }
+
+  /** A key no layer knows yet: known absent (nothing), or a miss to load. */
+  private unknownKey(
+    table: string,
+    pk: readonly string[],
+    pkValues: Value[],
+    alone: boolean,
+  ): Row[] {
+    if (this.knownAbsent(table, pk, pkValues, keyOf(pkValues))) return NONE
+    return this.miss({ table, columns: [...pk], ...(alone && { alone }) }, pkValues)
   }
 
   first(table: string, where: Where): Row | undefined {
@@ -230,7 +280,7 @@ export class BatchState {
    * it must be loaded, the rows above it (CHAINS) are not loaded with it.
    */
   alone(table: string, key: Value): Row | undefined {
-    return this.byKey(table, this.table(table).primary, [key], true)[0]
+    return this.byOneKey(table, this.table(table).primary, key, true)[0]
   }
 
   has(table: string, key: Where): boolean {
@@ -256,15 +306,13 @@ export class BatchState {
       const y = String(row[b])
       row[column] = x < y ? x : y
     }
-    const pkValues = t.primary.length === 1 ? [row[t.primary[0]!]] : t.primary.map((c) => row[c])
-    const key = keyOf(pkValues)
+    const pk = t.primary
+    const key = pk.length === 1 ? String(row[pk[0]!]) : keyOf(pk.map((c) => row[c]))
     // The row before the batch must be known, to tell an insert from a replacement.
-    const known =
-      this.overlay.get(table)?.has(key) ||
-      this.below?.overlay.get(table)?.has(key) ||
-      this.base.get(table)?.has(key)
-    if (!known && !this.knownAbsent(table, t.primary, pkValues, key)) {
-      this.miss({ table, columns: [...t.primary] }, pkValues)
+    if (this.rowAt(table, key) === undefined) {
+      const pkValues = pk.map((c) => row[c] as Value)
+      if (!this.knownAbsent(table, pk, pkValues, key))
+        this.miss({ table, columns: [...pk] }, pkValues)
     }
     this.setOverlay(table, key, row, true)
     return row
@@ -333,7 +381,7 @@ export class BatchState {
       // Compared as text: a relabel for the (var)char columns these lookups use, so their
       // indexes still serve.
       const cols = sql.join(columns.map((c) => sql`${sql.ref(c)}::text`))
-      const unnest = sql.join(arrays.map((a) => sql`${a}::text[]`))
+      const unnest = sql.join(arrays.map((a) => sql`${textArray(a)}::text[]`))
       const select = sql.join(
         t.columns.map((c) =>
           t.json.has(c) ? sql`${sql.ref(c)}::text as ${sql.ref(c)}` : sql.ref(c),
@@ -417,10 +465,7 @@ export class BatchState {
           if (!known.has(keyOf(v))) known.set(keyOf(v), null)
         } else {
           const match = keyOf(v)
-          this.lookups.set(
-            `${table}${SEP}${columns.join(',')}${SEP}${match}`,
-            matches.get(match) ?? [],
-          )
+          this.lookupsOf(table, columns.join(',')).set(match, matches.get(match) ?? [])
         }
       }
     }
@@ -568,7 +613,7 @@ export class BatchState {
     let m = this.misses.get(shape)
     if (!m) this.misses.set(shape, (m = { lookup, values: new Map() }))
     m.values.set(keyOf(values), values)
-    return []
+    return NONE
   }
 }
 
