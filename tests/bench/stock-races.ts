@@ -9,6 +9,13 @@
 //      replies send the replies' notifications late); so do the notifications of any reply made
 //      within the stock's reordering window (its events in flight, in stream time) of its parent
 //      or of the post it notifies about.
+//      The window is per repo, not global: the stock runs each repo's events in turn, so a busy
+//      repo's posts can trail the rest of the stream by far more than the events in flight. A
+//      reply notification only ours has is explained when the stock committed a post between
+//      the reply and the notified post after the reply itself (Postgres' `xmin` gives the order):
+//      that post's own insert then walked down to the reply, and the stock's insert notifies
+//      each account once, so the reply's notifications to the accounts it had notified already
+//      (its own author's, its ancestors') were dropped.
 //   B. A record and the deletion of the post it refers to, in another repo, indexed in the other
 //      order: a repost's feed item or a quote of a post deleted before it came survives on one
 //      side only, and so does the quote count kept for the deleted post.
@@ -118,6 +125,25 @@ export async function classifyStockRaces(
       [[...replyUris]],
     )
     const parentOf = new Map(parents.rows.map((r) => [r.uri, r.parent]))
+    // Reply notifications only ours has whose path up to the notified post holds a post the
+    // stock committed after the reply (see A above).
+    const pairs = notificationPairs(diffs)
+    const late = await client.query<{ reply: string; subject: string }>(
+      `with recursive up as (
+         select p.uri, p."replyParent" parent, p.xmin::text::bigint x, 0 d,
+           c.reply, c.subject, r.xmin::text::bigint rx
+         from unnest($1::text[], $2::text[]) c(reply, subject)
+         join "${stock}".post r on r.uri = c.reply
+         join "${stock}".post p on p.uri = r."replyParent"
+         union all
+         select p.uri, p."replyParent", p.xmin::text::bigint, up.d + 1, up.reply, up.subject, up.rx
+         from up join "${stock}".post p on p.uri = up.parent
+         where up.uri <> up.subject and up.d < 8
+       )
+       select distinct reply, subject from up where x > rx`,
+      [pairs.map((p) => p.reply), pairs.map((p) => p.subject)],
+    )
+    const lateSet = new Set(late.rows.map((r) => `${r.reply} ${r.subject}`))
     const close = (a: string | null | undefined, b: string | null | undefined) => {
       const ta = a ? tidMs(a) : undefined
       const tb = b ? tidMs(b) : undefined
@@ -141,6 +167,10 @@ export async function classifyStockRaces(
           // stock to have indexed them out of order: the thread it walked up was incomplete.
           if (close(uri, String(r.reasonSubject)) || close(uri, parentOf.get(uri))) {
             note('A: reply notifications of replies close to their parent or the notified post')
+            return false
+          }
+          if (lateSet.has(`${uri} ${String(r.reasonSubject)}`) && d.onlyOurs.includes(line)) {
+            note('A: reply notifications dropped when a post above the reply came after it')
             return false
           }
         }
@@ -174,4 +204,18 @@ export async function classifyStockRaces(
   } finally {
     await client.end()
   }
+}
+
+/** The (reply, notified post) of every reply notification only ours has. */
+function notificationPairs(diffs: TableDiff[]): { reply: string; subject: string }[] {
+  const out: { reply: string; subject: string }[] = []
+  for (const d of diffs) {
+    if (d.table !== 'notification') continue
+    for (const line of d.onlyOurs) {
+      const r = JSON.parse(line) as Row
+      if (r.reason === 'reply')
+        out.push({ reply: String(r.recordUri), subject: String(r.reasonSubject) })
+    }
+  }
+  return out
 }
