@@ -24,6 +24,16 @@ const DOCUMENT = sql`openplane_post_document(post.text, post.langs)`
 const WINDOWS_MS = [10 * 60_000, 3_600_000, 86_400_000, 7 * 86_400_000, Infinity]
 
 type Match = { uri: string; cid: string; sortAt: string; creator: string }
+/** How common a query's words are: see postConditions. */
+type Share = { value: number; posts: number; exact: boolean }
+
+/**
+ * The most posts a one-word query may expect to walk, newest first, to fill its page (the page
+ * over the word's share of posts): a word at least this common is looked for by walking each
+ * window by time and stopping at the page (a word in one post of fifteen: 26 pages' posts in
+ * about 400); a rarer one has each window's matches found whole first.
+ */
+const WALK_ROWS = 1_000
 
 /**
  * Newest first, window by window, because Postgres cannot tell how common a word is well enough
@@ -46,6 +56,7 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
     return rarePage(db, where, at, limit)
   }
   const after = at ? before('post.sortAt', 'post.cid', at) : sql<SqlBool>`true`
+  const walk = !!share?.exact && (limit + 1) / share.value <= WALK_ROWS
   const top =
     at?.time ??
     (
@@ -61,16 +72,25 @@ export async function searchPostsFulltext(db: Db, req: SearchRequest): Promise<S
   let newer: string | undefined
   for (const span of WINDOWS_MS) {
     const from = span === Infinity ? undefined : new Date(Date.parse(top) - span).toISOString()
+    const inWindow = sql<SqlBool>`${where} and ${after}
+      and ${from === undefined ? sql`true` : sql`post."sortAt" >= ${from}`}
+      and ${newer === undefined ? sql`true` : sql`post."sortAt" < ${newer}`}`
+    const want = limit + 1 - matches.length
     // Materialized: the window's matches first (through the index, or its posts), then the
-    // newest of them; never a walk of every post by time.
-    const { rows } = await sql<Match>`
+    // newest of them; never a walk of every post by time. A common word walks the window by
+    // time instead, stopping at the page: with the window's matches found first, an hour's
+    // posts were read whole for the dozen the page still needed.
+    const { rows } = walk
+      ? await sql<Match>`
+      select post.uri, post.cid, post."sortAt", post.creator from post where ${inWindow}
+      order by post."sortAt" desc, post.cid desc limit ${want}
+      ${sql.raw(PLAN_PER_CALL)}
+    `.execute(db)
+      : await sql<Match>`
       with found as materialized (
-        select post.uri, post.cid, post."sortAt", post.creator from post
-        where ${where} and ${after}
-          and ${from === undefined ? sql`true` : sql`post."sortAt" >= ${from}`}
-          and ${newer === undefined ? sql`true` : sql`post."sortAt" < ${newer}`}
+        select post.uri, post.cid, post."sortAt", post.creator from post where ${inWindow}
       )
-      select * from found order by "sortAt" desc, cid desc limit ${limit + 1 - matches.length}
+      select * from found order by "sortAt" desc, cid desc limit ${want}
       ${sql.raw(PLAN_PER_CALL)}
     `.execute(db)
     matches.push(...rows)
@@ -133,22 +153,21 @@ async function takenDown(db: Db, rows: Match[]): Promise<Set<string>> {
 
 /**
  * The query's conditions on `post`, and the share of posts its words can match at most, when
- * the index's statistics tell (see rarePage); undefined when it can match nothing (no words and
- * no operator, or an account operator naming an account the index does not know).
+ * the index's statistics tell (see rarePage); `exact` when that share is the query's own (one
+ * word and nothing else). Undefined when it can match nothing (no words and no operator, or an
+ * account operator naming an account the index does not know).
  */
 async function postConditions(
   db: Db,
   q: PostQuery,
-): Promise<
-  { conditions: Condition[]; share: { value: number; posts: number } | undefined } | undefined
-> {
+): Promise<{ conditions: Condition[]; share: Share | undefined } | undefined> {
   const [author, to, mentions] = await Promise.all(
     [q.author, q.to, q.mentions].map((a) => (a ? didOf(db, a) : undefined)),
   )
   if ((q.author && !author) || (q.to && !to) || (q.mentions && !mentions)) return undefined
   const out: Condition[] = []
   const words = textQuery(q)
-  let share: { value: number; posts: number } | undefined
+  let share: Share | undefined
   if (words) {
     // Worked out once (the word's forms in every language), not again in each window's plan;
     // with each word that bounds the matches (AND-ed, not excluded) on its own.
@@ -167,7 +186,8 @@ async function postConditions(
       const shares = rows[0]!.bounds.map((b) =>
         lexemesOf(b).reduce((sum, l) => sum + (common.frequency.get(l) ?? 0), 0),
       )
-      share = { value: Math.min(...shares), posts: common.posts }
+      const exact = words.bounds.length === 1 && rows[0]!.q === rows[0]!.bounds[0]
+      share = { value: Math.min(...shares), posts: common.posts, exact }
     }
   }
   for (const tag of q.tags) out.push(hashtag(tag))
@@ -186,6 +206,7 @@ async function postConditions(
   if (q.since) out.push(sql<SqlBool>`post."sortAt" >= ${q.since}`)
   if (q.until) out.push(sql<SqlBool>`post."sortAt" < ${q.until}`)
   if (q.domain) out.push(linking(q.domain))
+  if (share && out.length > 1) share = { ...share, exact: false }
   return out.length ? { conditions: out, share } : undefined
 }
 
