@@ -1,8 +1,8 @@
 // Full-text search for one common word walks each window of time newest first and stops at the
 // page (search-fulltext.ts, WALK_ROWS); every other query finds each window's matches whole first.
-// Too few posts make every word rare (answered through the index at once), so this test writes
-// 40,000 posts straight into Postgres, one in eight with the common word, and compares each
-// path's pages with the matches in order.
+// A word of middling share skips the windows it is not expected to fill. Too few posts make
+// every word rare (answered through the index at once), so this test writes 100,000 posts
+// straight into Postgres and compares each path's pages with the matches in order.
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildPostSearchIndex, createPgDb, migrateToLatest, type Db } from '@openplane/db'
@@ -10,7 +10,7 @@ import { searchPostsFulltext } from '../../packages/server/src/routes/util/searc
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 
-const POSTS = 40_000
+const POSTS = 100_000
 const schema = uniqueName('op_search_walk')
 let db: Db
 
@@ -39,13 +39,14 @@ describe('full-text search over many posts', () => {
   beforeAll(async () => {
     db = createPgDb({ url: PG_URL, schema, poolSize: 2 })
     await migrateToLatest(db)
-    // A post a minute back from 2026-02-01: one in eight says "zebra", one in 400 "okapi";
-    // every one says "post" and a word of its own.
+    // A post a minute back from 2026-02-01: one in eight says "zebra", one in 30 "gnu", one in
+    // 400 "okapi"; every one says "post" and a word of its own.
     await sql`
       insert into post (uri, cid, creator, text, "createdAt", "indexedAt", langs)
       select 'at://did:plc:u' || (i % 500) || '/app.bsky.feed.post/' || lpad(i::text, 8, '0'),
         'bafy' || i, 'did:plc:u' || (i % 500),
         'post w' || i || case when i % 8 = 0 then ' zebra' else '' end
+          || case when i % 30 = 7 then ' gnu' else '' end
           || case when i % 400 = 3 then ' okapi' else '' end,
         t, t, '["en"]'::jsonb
       from generate_series(1, ${POSTS}) i,
@@ -66,6 +67,14 @@ describe('full-text search over many posts', () => {
     // Ten pages reach back past the first hour, the day and into the week's window.
     expect(await pages('zebra', 10)).toEqual(all.slice(0, 250))
     expect(await pages('zebra', 2, 100)).toEqual(all.slice(0, 200))
+  })
+
+  it('skips the windows a word of middling share cannot fill, and pages on from there', async () => {
+    // 3,333 matches: not rare; a page of 50 expected within 1,500 posts: not walked. The ten
+    // minutes, the hour and the day hold too few of them; the week's window is the first read.
+    const gnu = await expected(`text like '% gnu%'`)
+    expect(gnu.length).toBe(Math.floor(POSTS / 30) + (POSTS % 30 >= 7 ? 1 : 0))
+    expect(await pages('gnu', 5, 50)).toEqual(gnu.slice(0, 250))
   })
 
   it('answers two common words window by window, and a rare word through the index', async () => {

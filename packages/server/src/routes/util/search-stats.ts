@@ -15,6 +15,8 @@ export interface WordStats {
   frequency: Map<string, number>
   /** Posts in the table, as Postgres last counted them. */
   posts: number
+  /** Posts per millisecond of `sortAt` between the oldest and the newest; 0 if unknown. */
+  perMs: number
 }
 
 const cache = new WeakMap<Db, { at: number; common: Promise<WordStats | undefined> }>()
@@ -37,8 +39,14 @@ async function read(db: Db): Promise<WordStats | undefined> {
   `.execute(db)
   const { elems, freqs, posts } = rows[0] ?? {}
   if (!elems?.length || !freqs || !posts || posts < 0) return undefined
+  // Two probes of the order index: the time the posts span.
+  const { rows: span } = await sql<{ oldest: string | null; newest: string | null }>`
+    select min("sortAt") as oldest, max("sortAt") as newest from post
+  `.execute(db)
+  const ms = Date.parse(span[0]?.newest ?? '') - Date.parse(span[0]?.oldest ?? '')
+  const perMs = ms > 0 ? posts / ms : 0
   // The frequencies list one per element, then the least and greatest, then nulls' share.
-  return { frequency: new Map(elems.map((e, i) => [e, freqs[i]!])), posts }
+  return { frequency: new Map(elems.map((e, i) => [e, freqs[i]!])), posts, perMs }
 }
 
 /**
