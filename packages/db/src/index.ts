@@ -16,7 +16,7 @@ export {
   type IndexState,
 } from './search-index.ts'
 export { canCopy, copyRows, copyText } from './copy.ts'
-export { textArray } from './text-array.ts'
+export { anyOf, textArray } from './text-array.ts'
 export { PLAN_PER_CALL } from './prepared.ts'
 export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 export type * from './schema.ts'

@@ -4,8 +4,8 @@
 // those the writer will have to verify are resolved now, with bounded concurrency, so the
 // writer's own lookup finds the identity caches warm. Nothing here writes: the writer still
 // decides, in order, what each event does to an actor.
-import { sql, type Kysely } from 'kysely'
-import { textArray, type DatabaseSchema } from '@openplane/db'
+import type { Kysely } from 'kysely'
+import { anyOf, type DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, throttle } from '@openplane/telemetry'
 import { needsHandleReindex } from './actors.ts'
 import type { WriterDeps } from './deps.ts'
@@ -80,7 +80,7 @@ export class IdentityPrefetch {
       const rows = await this.db
         .selectFrom('actor')
         .select(['did', 'handle', 'indexedAt'])
-        .where(sql<boolean>`did = any(${textArray([...batch.keys()])}::text[])`)
+        .where('did', '=', anyOf([...batch.keys()]))
         .execute()
       const actors = new Map(rows.map((r) => [r.did, r]))
       for (const [did, time] of batch) {

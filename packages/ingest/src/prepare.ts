@@ -3,8 +3,8 @@
 // deletions are real (the PDS no longer hosts the repo), and which repos the batch shows out of
 // sync (chain.ts). `below`: the actors and revs as the batch written before this one leaves them,
 // if it may not be committed yet (a batch planned ahead).
-import { sql, type Kysely } from 'kysely'
-import { textArray, type DatabaseSchema } from '@openplane/db'
+import type { Kysely } from 'kysely'
+import { anyOf, type DatabaseSchema } from '@openplane/db'
 import { needsHandleReindex } from './actors.ts'
 import type { Prepared } from './batch/steps.ts'
 import { absentCreates } from './absent-creates.ts'
@@ -36,7 +36,7 @@ export async function prepareBatch(
       : await db
           .selectFrom('actor')
           .select(['did', 'handle', 'indexedAt'])
-          .where(sql<boolean>`did = any(${textArray(dids)}::text[])`)
+          .where('did', '=', anyOf(dids))
           .execute()
     ).map((a): [string, ActorState] => [a.did, a]),
   )
@@ -130,7 +130,7 @@ async function indexedRevs(
     .selectFrom('actor_sync')
     .leftJoin('openplane_repo', 'openplane_repo.did', 'actor_sync.did')
     .select(['actor_sync.did', 'actor_sync.repoRev', 'openplane_repo.state'])
-    .where(sql<boolean>`actor_sync.did = any(${textArray(dids)}::text[])`)
+    .where('actor_sync.did', '=', anyOf(dids))
     .execute()
   for (const r of rows) {
     revs.set(r.did, r.repoRev)

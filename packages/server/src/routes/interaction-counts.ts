@@ -3,8 +3,8 @@
 import type { Timestamp } from '@bufbuild/protobuf'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { sql } from 'kysely'
+import { anyOf } from '@openplane/db'
 import type { RouteContext, Routes } from './context.ts'
-import { anyOf } from './util/any-of.ts'
 
 const WEEK_MS = 7 * 24 * 60 * 60 * 1000
 const INT32_MAX = 2 ** 31 - 1

@@ -3,10 +3,9 @@
 // `neg` (so an older copy of a label arriving later stays negated) are answered as the stock
 // answers such rows; the AppView drops them.
 import { sql } from 'kysely'
-import type { Label } from '@openplane/db'
+import { anyOf, type Label } from '@openplane/db'
 import type { RouteContext, Routes } from './context.ts'
 import { getRecords } from './util/records.ts'
-import { anyOf } from './util/any-of.ts'
 import { TurnBatch } from './util/turn-batch.ts'
 
 export default (ctx: RouteContext): Routes => {

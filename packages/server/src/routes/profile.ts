@@ -2,11 +2,10 @@
 // actor's other "self" records, trusted verifications), plus handle → did lookups.
 import { Timestamp, type PlainMessage } from '@bufbuild/protobuf'
 import { sql, type Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { anyOf, type DatabaseSchema } from '@openplane/db'
 import type { ActorInfo, AgeAssuranceStatus, VerificationMeta } from '@openplane/proto'
 import type { RouteContext, Routes } from './context.ts'
 import { getRecords, type RecordEntry } from './util/records.ts'
-import { anyOf } from './util/any-of.ts'
 
 type Db = Kysely<DatabaseSchema>
 type ActorRow = Awaited<ReturnType<typeof actorRows>>[number]

@@ -2,13 +2,12 @@
 // GetPostRecords adds per-post gate flags and, on request, the threads' canonical OP reply chains.
 import type { PlainMessage } from '@bufbuild/protobuf'
 import { sql, type Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { anyOf, type DatabaseSchema } from '@openplane/db'
 import type { OpThread, PostRecordMeta } from '@openplane/proto'
 import type { RouteContext, Routes } from './context.ts'
 import { collectionOf } from './util/at-uri.ts'
 import { canonicalOpThread, type OpReplyRow } from './util/op-thread.ts'
 import { recordEntries, recordsOf, type RecordEntry, type RecordRow } from './util/records.ts'
-import { anyOf } from './util/any-of.ts'
 
 type Db = Kysely<DatabaseSchema>
 

@@ -1,10 +1,9 @@
 // Relationships: the viewer's mutes, blocks and follows towards each of a batch of actors, and
 // whether blocks (direct or via list) exist between pairs of actors.
 import { sql, type Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import { anyOf, type DatabaseSchema } from '@openplane/db'
 import type { RouteContext, Routes } from './context.ts'
 import { graphFor } from './util/graph.ts'
-import { anyOf } from './util/any-of.ts'
 
 type Db = Kysely<DatabaseSchema>
 

@@ -3,10 +3,9 @@
 // sortedAt is the earlier of the record's own createdAt and our indexedAt.
 import { Timestamp, type PlainMessage } from '@bufbuild/protobuf'
 import type { Kysely } from 'kysely'
-import type { DatabaseSchema, RepoRecord } from '@openplane/db'
+import { anyOf, type DatabaseSchema, type RepoRecord } from '@openplane/db'
 import type { Record as RecordMsg } from '@openplane/proto'
 import { collectionOf } from './at-uri.ts'
-import { anyOf } from './any-of.ts'
 
 export type RecordEntry = PlainMessage<RecordMsg>
 
