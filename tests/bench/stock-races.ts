@@ -151,7 +151,7 @@ export async function classifyStockRaces(
     }
     const unexplained: TableDiff[] = []
     for (const d of diffs) {
-      const keep = (line: string) => {
+      const keep = (ours: boolean) => (line: string) => {
         const r = JSON.parse(line) as Row
         if (d.table === 'post' && raced.has(String(r.uri))) {
           note('A: post rows (reply verdicts)')
@@ -169,7 +169,7 @@ export async function classifyStockRaces(
             note('A: reply notifications of replies close to their parent or the notified post')
             return false
           }
-          if (lateSet.has(`${uri} ${String(r.reasonSubject)}`) && d.onlyOurs.includes(line)) {
+          if (ours && lateSet.has(`${uri} ${String(r.reasonSubject)}`)) {
             note('A: reply notifications dropped when a post above the reply came after it')
             return false
           }
@@ -188,7 +188,11 @@ export async function classifyStockRaces(
         }
         return true
       }
-      const left = { ...d, onlyStock: d.onlyStock.filter(keep), onlyOurs: d.onlyOurs.filter(keep) }
+      const left = {
+        ...d,
+        onlyStock: d.onlyStock.filter(keep(false)),
+        onlyOurs: d.onlyOurs.filter(keep(true)),
+      }
       if (left.onlyStock.length || left.onlyOurs.length) unexplained.push(left)
     }
     const total = [...explained.values()].reduce((a, b) => a + b, 0)

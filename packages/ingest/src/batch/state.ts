@@ -233,16 +233,18 @@ export class BatchState {
 
   /** The row with this primary key now, if any (a miss if not known yet). */
   private byKey(table: string, pk: readonly string[], pkValues: Value[], alone = false): Row[] {
-    const row = this.rowAt(table, keyOf(pkValues))
+    const key = keyOf(pkValues)
+    const row = this.rowAt(table, key)
     if (row !== undefined) return row ? [row] : NONE
-    return this.unknownKey(table, pk, pkValues, alone)
+    return this.unknownKey(table, pk, key, pkValues, alone)
   }
 
   /** byKey for a one-column key, without an array of values unless it must be loaded. */
   private byOneKey(table: string, pk: readonly string[], value: Value, alone: boolean): Row[] {
-    const row = this.rowAt(table, String(value))
+    const key = String(value)
+    const row = this.rowAt(table, key)
     if (row !== undefined) return row ? [row] : NONE
-    return this.unknownKey(table, pk, [value], alone)
+    return this.unknownKey(table, pk, key, [value], alone)
   }
 
   /** The row at this key now (null: none), or undefined when it is not known yet. */
@@ -264,10 +266,11 @@ export class BatchState {
   private unknownKey(
     table: string,
     pk: readonly string[],
+    key: string,
     pkValues: Value[],
     alone: boolean,
   ): Row[] {
-    if (this.knownAbsent(table, pk, pkValues, keyOf(pkValues))) return NONE
+    if (this.knownAbsent(table, pk, pkValues, key)) return NONE
     return this.miss({ table, columns: [...pk], ...(alone && { alone }) }, pkValues)
   }
 

@@ -1,6 +1,7 @@
 // The few IPLD pieces emission needs, written directly: a DAG-CBOR writer (callers write map keys
 // in DAG-CBOR order: shorter first, then bytewise), CIDv1 dag-cbor/sha2-256 of blocks, CARv1
-// files and subscribeRepos message frames. Every emitted block goes through here, so it is kept allocation-light.
+// files and subscribeRepos message frames. Every emitted block goes through here, so it is kept
+// allocation-light.
 import { createHash } from 'node:crypto'
 
 /** A CIDv1 (dag-cbor, sha2-256) as its 36 binary bytes held in a latin1 string: compact to keep. */
