@@ -6,20 +6,27 @@
 // N, a fresh schema, every consumer reading from the log's start. Reported per N: events/s each
 // consumer received, MB/s in all, the stream process's CPU (% of a core, and per delivered MB),
 // the indexer's events/s against alone; and the bytes per published message with and without
-// zstd. Not part of CI.
+// zstd. Then, per N, the floor: the indexer alone again beside a bare sender
+// (stream-floor-sender.ts) that moves the bytes the stream moved, at its MB/s, to N consumers of
+// the same kind: what serving that many bytes on these two cores costs the indexer whatever the
+// server; the stream's indexer rate is reported against it. Not part of CI.
 //
 //   STREAM_CONSUMERS  comma-separated N (default 0,1,100,1000; 0: published, no consumer)
 //   STREAM_EVENTS     corpus events (default 20000); BENCH_REPOS (5000), BENCH_SEED (1)
 //   STREAM_COMPRESS   1: consumers ask for zstd (default 0)
 //   STREAM_DRAIN_SECONDS  how long consumers may take after indexing ends (default 180)
+//   STREAM_FLOOR      0: skip the floor runs (default 1)
 //   OPENPLANE_TEST_PG_URL
 import { fork } from 'node:child_process'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
-import { readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { performance } from 'node:perf_hooks'
 import pg from 'pg'
 import { createPgDb, migrateToLatest } from '@openplane/db'
 import { compressMessage } from '@openplane/jetstream'
+import { frame, OPCODE, textFrame } from '@openplane/subscribe'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { appliedSeq, freePort, spawnReady, type Child } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
@@ -32,6 +39,7 @@ const REPOS = Number(process.env.BENCH_REPOS ?? 5000)
 const SEED = Number(process.env.BENCH_SEED ?? 1)
 const COMPRESS = process.env.STREAM_COMPRESS === '1'
 const DRAIN_SECONDS = Number(process.env.STREAM_DRAIN_SECONDS ?? 180)
+const FLOOR = process.env.STREAM_FLOOR !== '0'
 const log = (...a: unknown[]) => console.log('[bench:stream]', ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -195,10 +203,13 @@ function consumers(url: string, n: number): Consumers {
   }
 }
 
-/** Bytes per published message, as sent and zstd-compressed with the dictionary. */
+/**
+ * Bytes per published message, as sent and zstd-compressed with the dictionary; and the frames a
+ * consumer got (compressed as asked), for the floor's sender.
+ */
 async function messageBytes(
   schema: string,
-): Promise<{ messages: number; json: number; zstd: number }> {
+): Promise<{ messages: number; json: number; zstd: number; frames: Buffer }> {
   const client = new pg.Client({ connectionString: PG_URL })
   await client.connect()
   try {
@@ -210,18 +221,72 @@ async function messageBytes(
     )
     let json = 0
     let zstd = 0
+    const frames: Buffer[] = []
     for (const { message } of rows) {
       const bytes = Buffer.from(message)
+      const compressed = compressMessage(bytes)
       json += bytes.length
-      zstd += compressMessage(bytes).length
+      zstd += compressed.length
+      frames.push(COMPRESS ? frame(OPCODE.binary, compressed) : textFrame(message))
     }
     return {
       messages: Number(count.rows[0]!.n),
       json: json / rows.length,
       zstd: zstd / rows.length,
+      frames: Buffer.concat(frames),
     }
   } finally {
     await client.end()
+  }
+}
+
+interface Floor {
+  /** Bytes/s the sender was asked for, and what the consumers got, in MB/s. */
+  asked: number
+  mbps: number
+  rate: number
+}
+
+/**
+ * The floor for `n` consumers: the indexer alone (nothing published) while a bare sender moves
+ * `bytesPerSecond` of the stream's own frames to `n` consumers of the same kind.
+ */
+async function floorRun(n: number, frames: Buffer, bytesPerSecond: number): Promise<Floor> {
+  log(`floor: ${n} consumers fed ${(bytesPerSecond / 1e6).toFixed(1)} MB/s by a bare sender…`)
+  const file = path.join(tmpdir(), `openplane-stream-floor-${process.pid}.frames`)
+  writeFileSync(file, frames)
+  const port = await freePortPair()
+  const sender = fork(
+    new URL('./stream-floor-sender.ts', import.meta.url),
+    [file, String(port), String(Math.round(bytesPerSecond))],
+    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+  )
+  try {
+    await new Promise<void>((resolve, reject) => {
+      sender.once('exit', (code) => reject(new Error(`floor sender exited ${code}`)))
+      sender.on('message', (m: { type: string }) => m.type === 'ready' && resolve())
+    })
+    const c = consumers(`ws://127.0.0.1:${port}/`, n)
+    try {
+      await c.ready
+      const run = await startDataplane(false)
+      const before = await c.report()
+      const got = await indexed(run)
+      const after = await c.report()
+      await run.dataplane.stop()
+      const bytes = (r: typeof after) => r.stats.reduce((a, s) => a + s.bytes, 0)
+      const mbps = (bytes(after) - bytes(before)) / 1e6 / ((after.now - before.now) / 1000)
+      log(
+        `  indexer ${got.rate.toFixed(0)} ev/s, ${((got.cpu / EVENTS) * 1e6).toFixed(0)} µs/event; ` +
+          `consumers got ${mbps.toFixed(1)} MB/s`,
+      )
+      return { asked: bytesPerSecond / 1e6, mbps, rate: got.rate }
+    } finally {
+      c.stop()
+    }
+  } finally {
+    sender.kill()
+    rmSync(file, { force: true })
   }
 }
 
@@ -244,6 +309,7 @@ try {
     idx: { rate: number; cpu: number }
     complete: number
     minRate: number
+    floor?: Floor
     line: (alone: number) => string
   }[] = []
   for (const n of COUNTS) {
@@ -256,7 +322,7 @@ try {
     const consumersCpu0 = processCpuSplit(c.pid)
     const t0 = performance.now()
     const idx = await indexed(run)
-    const { messages, json, zstd } = await messageBytes(run.schema)
+    const { messages, json, zstd, frames } = await messageBytes(run.schema)
     // Until every consumer has every message, or the drain limit.
     let report = await c.report()
     const deadline = performance.now() + DRAIN_SECONDS * 1000
@@ -316,11 +382,13 @@ try {
         `kernel (sending); the consumers' process: ${consumersCpu.toFixed(1)} CPU s ` +
         `(${((consumersCpu / wall) * 100).toFixed(0)} % of a core), on the same two cores`,
     )
+    const floor = FLOOR ? await floorRun(n, frames, mbps * 1e6) : undefined
     results.push({
       n,
       idx,
       complete,
       minRate: rates[0]!,
+      floor,
       line: (alone) =>
         `stream: ${n} consumers, ${eventsEach.toFixed(0)} events/s each, ${mbps.toFixed(1)} MB/s total, ` +
         `openplane cpu ${cpuPct.toFixed(0)}% of a core, indexer ev/s ${idx.rate.toFixed(0)} ` +
@@ -342,6 +410,16 @@ try {
   }
   console.log('')
   log(`largest N held (every message, each ≥ 1000 ev/s, indexer within 10 %): ${held || 'none'}`)
+  for (const r of results) {
+    if (!r.floor) continue
+    const f = r.floor
+    log(
+      `floor, ${r.n} consumers: a bare sender moving ${f.mbps.toFixed(1)} MB/s (asked ` +
+        `${f.asked.toFixed(1)}): indexer ${f.rate.toFixed(0)} ev/s (alone ${alone.toFixed(0)}, ` +
+        `${((1 - f.rate / alone) * 100).toFixed(0)} % slower); the stream's run ` +
+        `${r.idx.rate.toFixed(0)} ev/s = ${((r.idx.rate / f.rate) * 100).toFixed(0)} % of the floor`,
+    )
+  }
   for (const r of results) if (r.n) console.log(r.line(alone))
 } catch (err) {
   console.error(err)
