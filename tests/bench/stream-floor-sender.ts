@@ -4,9 +4,9 @@
 // them, paced to a total of bytes per second and held back while a socket's buffer is full. No
 // log, no filter, no compression: what is left is the kernel's sending and this loop. Forked with
 // the frames' file, the port and the total bytes/s; says `ready` once listening.
-import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import net from 'node:net'
+import { handshakeReply } from '@openplane/subscribe'
 
 const [framesFile, portArg, rateArg] = process.argv.slice(2) as [string, string, string]
 const frames = readFileSync(framesFile)
@@ -18,7 +18,6 @@ const TICK_MS = 10
 const HIGH_WATER = 256 * 1024
 /** Bytes per write, about (as /subscribe's). */
 const CHUNK = 128 * 1024
-const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11'
 
 interface Conn {
   socket: net.Socket
@@ -38,13 +37,7 @@ const server = net.createServer((socket) => {
     if (end < 0) return
     socket.off('data', onData)
     const key = /sec-websocket-key:\s*(\S+)/i.exec(head.slice(0, end))?.[1] ?? ''
-    const accept = createHash('sha1')
-      .update(key + GUID)
-      .digest('base64')
-    socket.write(
-      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
-        `Sec-WebSocket-Accept: ${accept}\r\n\r\n`,
-    )
+    socket.write(handshakeReply(key))
     conns.push({ socket, at: 0, budget: 0 })
   }
   socket.on('data', onData)
