@@ -145,22 +145,33 @@ async function startDataplane(publish: boolean): Promise<Run> {
   }
 }
 
-/** Waits until the indexer has applied the corpus; its events/s from the first to the last. */
+/**
+ * Waits until the indexer has applied the corpus; its events/s and CPU from the first applied
+ * event seen to the last, over the events applied in between (a dataplane slow to start under
+ * load has applied part of the corpus before the first look: those are not counted).
+ */
 async function indexed(
   run: Run,
-): Promise<{ rate: number; seconds: number; cpu: number; postgres: number }> {
-  let first: { t: number; cpu: number; postgres: number } | undefined
+): Promise<{ rate: number; seconds: number; events: number; cpu: number; postgres: number }> {
+  let first: { t: number; seq: number; cpu: number; postgres: number } | undefined
+  // The corpus's seqs run without a gap from first_seq to last_seq, one per event.
+  const eventsAfter = (seq: number) => summary.last_seq - seq
   for (;;) {
     const seq = await appliedSeq(run.rpcUrl)
     const t = performance.now()
     if (!first && seq > 0) {
-      first = { t, cpu: processCpu(run.pids[0]), postgres: cpuByName('postgres') }
+      first = { t, seq, cpu: processCpu(run.pids[0]), postgres: cpuByName('postgres') }
     }
     if (seq >= summary.last_seq) {
       const seconds = (t - first!.t) / 1000
+      const events = eventsAfter(first!.seq)
+      if (events < EVENTS / 2) {
+        log(`  (only ${events} of ${EVENTS} events applied after the first look: a short measure)`)
+      }
       return {
-        rate: EVENTS / seconds,
+        rate: events / seconds,
         seconds,
+        events,
         cpu: processCpu(run.pids[0]) - first!.cpu,
         postgres: cpuByName('postgres') - first!.postgres,
       }
@@ -271,14 +282,19 @@ async function floorRun(n: number, frames: Buffer, bytesPerSecond: number): Prom
       await c.ready
       const run = await startDataplane(false)
       const before = await c.report()
+      const cpu0 = [processCpu(sender.pid!), processCpu(c.pid)]
       const got = await indexed(run)
       const after = await c.report()
+      const cpu = [processCpu(sender.pid!) - cpu0[0]!, processCpu(c.pid) - cpu0[1]!]
       await run.dataplane.stop()
       const bytes = (r: typeof after) => r.stats.reduce((a, s) => a + s.bytes, 0)
-      const mbps = (bytes(after) - bytes(before)) / 1e6 / ((after.now - before.now) / 1000)
+      const seconds = (after.now - before.now) / 1000
+      const mbps = (bytes(after) - bytes(before)) / 1e6 / seconds
+      const share = (s: number) => `${((s / seconds) * 100).toFixed(0)} % of a core`
       log(
-        `  indexer ${got.rate.toFixed(0)} ev/s, ${((got.cpu / EVENTS) * 1e6).toFixed(0)} µs/event; ` +
-          `consumers got ${mbps.toFixed(1)} MB/s`,
+        `  indexer ${got.rate.toFixed(0)} ev/s, ${((got.cpu / got.events) * 1e6).toFixed(0)} µs/event, ` +
+          `Postgres ${((got.postgres / got.events) * 1e6).toFixed(0)} µs/event; consumers got ` +
+          `${mbps.toFixed(1)} MB/s; the sender ${share(cpu[0]!)}, the consumers ${share(cpu[1]!)}`,
       )
       return { asked: bytesPerSecond / 1e6, mbps, rate: got.rate }
     } finally {
@@ -297,8 +313,8 @@ try {
     const got = await indexed(run)
     await run.dataplane.stop()
     log(
-      `  ${got.rate.toFixed(0)} ev/s, indexer ${((got.cpu / EVENTS) * 1e6).toFixed(0)} µs/event, ` +
-        `Postgres ${((got.postgres / EVENTS) * 1e6).toFixed(0)} µs/event`,
+      `  ${got.rate.toFixed(0)} ev/s, indexer ${((got.cpu / got.events) * 1e6).toFixed(0)} µs/event, ` +
+        `Postgres ${((got.postgres / got.events) * 1e6).toFixed(0)} µs/event`,
     )
     return got
   }
@@ -342,7 +358,7 @@ try {
       consumersSplit.user + consumersSplit.system - consumersCpu0.user - consumersCpu0.system
     c.stop()
     await run.dataplane.stop()
-    const perEvent = (cpu: number) => ((cpu / EVENTS) * 1e6).toFixed(0)
+    const perEvent = (cpu: number) => ((cpu / idx.events) * 1e6).toFixed(0)
     if (!n) {
       log(
         `  ${messages} messages published, ${json.toFixed(0)} B each as JSON, ` +
@@ -397,11 +413,11 @@ try {
   }
   const after = await aloneOnce()
   const alone = (before.rate + after.rate) / 2
-  const aloneCpu = ((before.cpu + after.cpu) / 2 / EVENTS) * 1e6
+  const aloneCpu = ((before.cpu / before.events + after.cpu / after.events) / 2) * 1e6
   log(
     `indexer alone: ${before.rate.toFixed(0)} and ${after.rate.toFixed(0)} ev/s (mean ` +
       `${alone.toFixed(0)}), ${aloneCpu.toFixed(0)} µs/event, Postgres ` +
-      `${(((before.postgres + after.postgres) / 2 / EVENTS) * 1e6).toFixed(0)} µs/event`,
+      `${(((before.postgres / before.events + after.postgres / after.events) / 2) * 1e6).toFixed(0)} µs/event`,
   )
   let held = 0
   for (const r of results) {
@@ -410,13 +426,17 @@ try {
   }
   console.log('')
   log(`largest N held (every message, each ≥ 1000 ev/s, indexer within 10 %): ${held || 'none'}`)
+  const slower = (rate: number, base: number) => {
+    const pct = (1 - rate / base) * 100
+    return pct >= 0 ? `${pct.toFixed(0)} % slower` : `${(-pct).toFixed(0)} % faster`
+  }
   for (const r of results) {
     if (!r.floor) continue
     const f = r.floor
     log(
       `floor, ${r.n} consumers: a bare sender moving ${f.mbps.toFixed(1)} MB/s (asked ` +
         `${f.asked.toFixed(1)}): indexer ${f.rate.toFixed(0)} ev/s (alone ${alone.toFixed(0)}, ` +
-        `${((1 - f.rate / alone) * 100).toFixed(0)} % slower); the stream's run ` +
+        `${slower(f.rate, alone)}); the stream's run ` +
         `${r.idx.rate.toFixed(0)} ev/s = ${((r.idx.rate / f.rate) * 100).toFixed(0)} % of the floor`,
     )
   }
