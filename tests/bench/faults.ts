@@ -597,6 +597,8 @@ async function main(): Promise<void> {
       log(
         `soak: ${OVERLOAD_MS / 1000} s at ${Math.round(readCapacityRps * 2)} reads/s + ${(ingestCapacity * 2).toFixed(0)} events/s: reads ${formatTally(overloaded)}, answered p50 ${quantile(answered, 0.5).toFixed(1)} ms, p99 ${totals.overloadP99.toFixed(1)} ms; lag ${lagAfter} seq (${elapsed()})`,
       )
+      const reasons = [...load.takeReasons()].map(([why, n]) => `${n}× ${why}`)
+      if (reasons.length) log(`soak: at twice, failed other than refused: ${reasons.join('; ')}`)
 
       // Half again, until the dataplane has caught up (two seconds of the stream behind at
       // most) and a whole 30 s of reads was answered ok: it recovered by itself.

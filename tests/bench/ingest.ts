@@ -8,7 +8,7 @@
 //   BENCH_EVENTS (default 500000), BENCH_REPOS (default 100000), BENCH_SEED (default 1): the
 //     corpus generated when BENCH_CORPUS is not given (reused if already recorded)
 //   BENCH_CORPUS   a recorded corpus file to use instead
-//   BENCH_BATCH    our batch size (default 500)
+//   BENCH_BATCH    our batch size (default 2000, the dataplane's DATAPLANE_BATCH_SIZE default)
 //   BENCH_VERIFY   1: ours checks every commit's signature and MST proofs (the stock trusts the
 //     relay either way)
 //   BENCH_SIDES    "stock,openplane" (default) or one of them
@@ -78,6 +78,11 @@ interface SideResult {
   seconds: number
   rate: number
   nodeCpu: number
+  /**
+   * Share of the run this process's event loop was busy (the writer's thread, for ours): below
+   * one, the rest it waited on Postgres or on the other threads.
+   */
+  busy: number
   /** Of nodeCpu, the decode threads' (the rest: the writer's thread and the runtime's). */
   decodeCpu: number
   pgCpu: number
@@ -93,6 +98,7 @@ async function measure(
   const decode0 = await decodeCpu()
   const pg0 = postgresCpu()
   const st0 = statements.count()
+  const elu0 = performance.eventLoopUtilization()
   const t0 = performance.now()
   await run(() => (performance.now() - t0) / 1000)
   const seconds = (performance.now() - t0) / 1000
@@ -103,6 +109,7 @@ async function measure(
     seconds,
     rate: summary.frames / seconds,
     nodeCpu: (cpu.user + cpu.system) / 1e6,
+    busy: performance.eventLoopUtilization(elu0).utilization,
     decodeCpu: (await decodeCpu()) - decode0,
     pgCpu: postgresCpu() - pg0,
     statements: statements.count() - st0,
@@ -215,7 +222,10 @@ try {
     )
   }
   const ours = results.find((r) => r.name === OURS)
-  if (ours) console.log(`\n${await stageProfile()}`)
+  if (ours) {
+    console.log(`\n${await stageProfile()}`)
+    console.log(`  writer thread's event loop busy: ${(ours.busy * 100).toFixed(0)} % of the run`)
+  }
   if (ours && process.env.BENCH_FLOOR !== '0') {
     const floor = await postgresFloor(ours.schema, INDEXED_TABLES, postgresCpu)
     const perEvent = floor.pgCpu / summary.frames

@@ -17,9 +17,17 @@ export interface ReadLoad {
   tally(): Tally
   /** Milliseconds each `ok` answer took since the last call, in the order they came. */
   takeLatencies(): number[]
+  /**
+   * Why answers other than `ok` and refusals failed since the last call: `code: message` and
+   * how many (the first distinct ones), to tell the server's answers from the client's own.
+   */
+  takeReasons(): Map<string, number>
   /** Stops sending, waits for the answers in flight, and returns the whole tally. */
   stop(): Promise<Tally>
 }
+
+/** Distinct failure reasons kept between two takeReasons calls. */
+const MAX_REASONS = 20
 
 /** Requests in flight at most: beyond, a request is counted as `dropped` instead of sent. */
 const MAX_IN_FLIGHT = 2000
@@ -89,6 +97,17 @@ export function readLoad(dataplaneUrl: string, readers: string[], rate: number):
   const count = (code: string) => tally.set(code, (tally.get(code) ?? 0) + 1)
   const inFlight = new Set<Promise<void>>()
   let latencies: number[] = []
+  let reasons = new Map<string, number>()
+  const failed = (err: unknown) => {
+    const e = ConnectError.from(err)
+    const code = Code[e.code] ?? 'other'
+    count(code)
+    if (e.code === Code.ResourceExhausted) return
+    const reason = `${code}: ${e.rawMessage.slice(0, 160)}`
+    if (reasons.has(reason) || reasons.size < MAX_REASONS) {
+      reasons.set(reason, (reasons.get(reason) ?? 0) + 1)
+    }
+  }
   let sent = 0
   let stopped = false
   const t0 = performance.now()
@@ -111,7 +130,7 @@ export function readLoad(dataplaneUrl: string, readers: string[], rate: number):
             count('ok')
             latencies.push(performance.now() - sentAt)
           },
-          (err: unknown) => void count(Code[ConnectError.from(err).code] ?? 'other'),
+          (err: unknown) => failed(err),
         )
         .finally(() => inFlight.delete(p))
       inFlight.add(p)
@@ -128,6 +147,11 @@ export function readLoad(dataplaneUrl: string, readers: string[], rate: number):
     takeLatencies() {
       const out = latencies
       latencies = []
+      return out
+    },
+    takeReasons() {
+      const out = reasons
+      reasons = new Map()
       return out
     },
     async stop() {
