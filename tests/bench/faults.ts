@@ -44,7 +44,7 @@
 //   FAULTS_SOAK_READ_RATE / FAULTS_SOAK_INGEST_RATE override the soak's rates (the soak's
 //   ingest pace is also bounded by the corpus: of the frames left after the head start, the
 //   overload keeps what its window at twice the capacity takes, at most half, and the soak gets
-//   the rest)
+//   the rest); FAULTS_OVERLOAD_READ_RATE the reads/s at twice (to repeat an earlier run's)
 //   FAULTS_PROBE_CALLERS (128, under DATAPLANE_MAX_RPCS_IN_FLIGHT), FAULTS_PROBE_SECONDS (20),
 //   FAULTS_OVERLOAD_SECONDS (300), FAULTS_RECOVERY_SECONDS (3600: the most the dataplane is
 //   given to catch up afterwards, while its lag keeps falling)
@@ -92,6 +92,7 @@ const SOAK_INGEST = env('FAULTS_SOAK_INGEST_RATE', NaN)
 const PROBE_CALLERS = env('FAULTS_PROBE_CALLERS', 128)
 const PROBE_MS = env('FAULTS_PROBE_SECONDS', 20) * 1000
 const OVERLOAD_MS = env('FAULTS_OVERLOAD_SECONDS', 300) * 1000
+const OVERLOAD_READS = env('FAULTS_OVERLOAD_READ_RATE', NaN)
 const RECOVERY_MS = env('FAULTS_RECOVERY_SECONDS', 3600) * 1000
 const READERS = env('FAULTS_READERS', 2000)
 const SOAK_PG = process.env.FAULTS_SOAK_PG ?? 'private'
@@ -587,7 +588,10 @@ async function main(): Promise<void> {
 
       // Twice the capacity: reads beyond it are refused, not queued; the stream runs ahead.
       replay.setRate(ingestCapacity * 2)
-      load = readLoad(ours.url, soakReaders, Math.round(readCapacityRps * 2))
+      const readsTwice = Number.isNaN(OVERLOAD_READS)
+        ? Math.round(readCapacityRps * 2)
+        : OVERLOAD_READS
+      load = readLoad(ours.url, soakReaders, readsTwice)
       await sleep(OVERLOAD_MS)
       const overloaded = await load.stop()
       const answered = Float64Array.from(load.takeLatencies()).sort()
@@ -595,7 +599,7 @@ async function main(): Promise<void> {
       totals.overloadRefused = overloaded.get('ResourceExhausted') ?? 0
       const lagAfter = replay.status().head_seq - (await appliedSeq(ours.url))
       log(
-        `soak: ${OVERLOAD_MS / 1000} s at ${Math.round(readCapacityRps * 2)} reads/s + ${(ingestCapacity * 2).toFixed(0)} events/s: reads ${formatTally(overloaded)}, answered p50 ${quantile(answered, 0.5).toFixed(1)} ms, p99 ${totals.overloadP99.toFixed(1)} ms; lag ${lagAfter} seq (${elapsed()})`,
+        `soak: ${OVERLOAD_MS / 1000} s at ${readsTwice} reads/s + ${(ingestCapacity * 2).toFixed(0)} events/s: reads ${formatTally(overloaded)}, answered p50 ${quantile(answered, 0.5).toFixed(1)} ms, p99 ${totals.overloadP99.toFixed(1)} ms; lag ${lagAfter} seq (${elapsed()})`,
       )
       const reasons = [...load.takeReasons()].map(([why, n]) => `${n}× ${why}`)
       if (reasons.length) log(`soak: at twice, failed other than refused: ${reasons.join('; ')}`)
