@@ -42,6 +42,8 @@ const DRAIN_SECONDS = Number(process.env.STREAM_DRAIN_SECONDS ?? 180)
 const FLOOR = process.env.STREAM_FLOOR !== '0'
 const log = (...a: unknown[]) => console.log('[bench:stream]', ...a)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+/** CPU seconds over events, as µs per event. */
+const usPerEvent = (seconds: number, events: number) => ((seconds / events) * 1e6).toFixed(0)
 
 const { file, summary } = await benchCorpus({ events: EVENTS, repos: REPOS, seed: SEED }, log)
 log(`corpus ${file}: ${summary.frames} events`)
@@ -252,7 +254,7 @@ async function messageBytes(
 }
 
 interface Floor {
-  /** Bytes/s the sender was asked for, and what the consumers got, in MB/s. */
+  /** MB/s the sender was asked for, and what the consumers got. */
   asked: number
   mbps: number
   rate: number
@@ -292,8 +294,8 @@ async function floorRun(n: number, frames: Buffer, bytesPerSecond: number): Prom
       const mbps = (bytes(after) - bytes(before)) / 1e6 / seconds
       const share = (s: number) => `${((s / seconds) * 100).toFixed(0)} % of a core`
       log(
-        `  indexer ${got.rate.toFixed(0)} ev/s, ${((got.cpu / got.events) * 1e6).toFixed(0)} µs/event, ` +
-          `Postgres ${((got.postgres / got.events) * 1e6).toFixed(0)} µs/event; consumers got ` +
+        `  indexer ${got.rate.toFixed(0)} ev/s, ${usPerEvent(got.cpu, got.events)} µs/event, ` +
+          `Postgres ${usPerEvent(got.postgres, got.events)} µs/event; consumers got ` +
           `${mbps.toFixed(1)} MB/s; the sender ${share(cpu[0]!)}, the consumers ${share(cpu[1]!)}`,
       )
       return { asked: bytesPerSecond / 1e6, mbps, rate: got.rate }
@@ -313,8 +315,8 @@ try {
     const got = await indexed(run)
     await run.dataplane.stop()
     log(
-      `  ${got.rate.toFixed(0)} ev/s, indexer ${((got.cpu / got.events) * 1e6).toFixed(0)} µs/event, ` +
-        `Postgres ${((got.postgres / got.events) * 1e6).toFixed(0)} µs/event`,
+      `  ${got.rate.toFixed(0)} ev/s, indexer ${usPerEvent(got.cpu, got.events)} µs/event, ` +
+        `Postgres ${usPerEvent(got.postgres, got.events)} µs/event`,
     )
     return got
   }
@@ -358,7 +360,7 @@ try {
       consumersSplit.user + consumersSplit.system - consumersCpu0.user - consumersCpu0.system
     c.stop()
     await run.dataplane.stop()
-    const perEvent = (cpu: number) => ((cpu / idx.events) * 1e6).toFixed(0)
+    const perEvent = (cpu: number) => usPerEvent(cpu, idx.events)
     if (!n) {
       log(
         `  ${messages} messages published, ${json.toFixed(0)} B each as JSON, ` +
