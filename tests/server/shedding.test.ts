@@ -2,6 +2,7 @@
 // resource_exhausted on both lanes (the direct GetTimeline and Connect's), counted, and served
 // again once the lag is gone. The lag is made here by holding this process's loop in 40 ms slices,
 // as a saturated process does between its callbacks.
+import http2 from 'node:http2'
 import { BasicHostList, createDataPlaneClient } from '@atproto/bsky'
 import { Code, ConnectError } from '@connectrpc/connect'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -97,7 +98,7 @@ describe('load shedding', () => {
    */
   async function whileHeld(
     bounds: { maxDirectInFlight?: number; maxRpcsInFlight?: number },
-    play: (c: Client, held: Promise<unknown>) => Promise<void>,
+    play: (c: Client, held: Promise<unknown>, url: string) => Promise<void>,
   ): Promise<string> {
     const slow = createPgDb({ url: PG_URL, schema, poolSize: 1 })
     const bounded = await startServer({
@@ -110,7 +111,7 @@ describe('load shedding', () => {
       const c = createDataPlaneClient(new BasicHostList([bounded.url]), { httpVersion: '2' })
       const held = sql`select pg_sleep(0.8)`.execute(slow.db)
       await new Promise((r) => setTimeout(r, 100))
-      await play(c, held)
+      await play(c, held, bounded.url)
       return await (await fetch(`${bounded.url}/metrics`)).text()
     } finally {
       await bounded.close()
@@ -144,5 +145,43 @@ describe('load shedding', () => {
       expect(await followers(c)).toBe('ok')
     })
     expect(m).toMatch(/^openplane_rpcs_shed_total\{reason="rpcs_in_flight"\} 1$/m)
+  })
+
+  it('answers a refusal once the request has arrived whole, without resetting the stream', async () => {
+    // Answered while the caller was still sending, a refusal made Node reset the stream
+    // (RST_STREAM NO_ERROR); under a burst the AppView's HTTP/2 client answered some of those
+    // resets with its own (ENHANCE_YOUR_CALM, failed as internal), and past nghttp2's bound on
+    // incoming resets the server closed the connection, failing every call on it.
+    await whileHeld({ maxRpcsInFlight: 1 }, async (c, held, url) => {
+      const admitted = followers(c)
+      await new Promise((r) => setTimeout(r, 50))
+      const session = http2.connect(url)
+      try {
+        const stream = session.request(
+          {
+            ':method': 'POST',
+            ':path': '/bsky.Service/GetFollowers',
+            'content-type': 'application/grpc',
+            te: 'trailers',
+          },
+          { endStream: false },
+        )
+        let answeredEarly = false
+        const headers = new Promise<http2.IncomingHttpHeaders>((r) => stream.once('response', r))
+        void headers.then(() => (answeredEarly = !stream.writableEnded))
+        const closed = new Promise<number>((r) => stream.once('close', () => r(stream.rstCode!)))
+        stream.resume()
+        // The request's message follows its headers a little later, as over a busy connection.
+        await new Promise((r) => setTimeout(r, 100))
+        stream.end(Buffer.from([0, 0, 0, 0, 0]))
+        expect((await headers)['grpc-status']).toBe(String(Code.ResourceExhausted))
+        expect(answeredEarly).toBe(false)
+        expect(await closed).toBe(http2.constants.NGHTTP2_NO_ERROR)
+      } finally {
+        session.close()
+      }
+      await held
+      expect(await admitted).toBe('ok')
+    })
   })
 })

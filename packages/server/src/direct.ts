@@ -94,12 +94,19 @@ function serve(
   const counted = route.bounded === true
   if (counted) lane.inFlight++
   lane.rpcs++
-  const finish = (frame: Uint8Array | undefined, err?: unknown) => {
-    if (done) return
-    done = true
+  let released = false
+  /** No longer in flight: its bounds' counts and its deadline end. */
+  const release = () => {
+    if (released) return
+    released = true
     if (counted) lane.inFlight--
     lane.rpcs--
     clearTimeout(timer)
+  }
+  const finish = (frame: Uint8Array | undefined, err?: unknown) => {
+    if (done) return
+    done = true
+    release()
     if (stream.destroyed || stream.closed) {
       // The caller went away first: its answer has nowhere to go.
       end({ code: Code[Code.Canceled] })
@@ -132,9 +139,12 @@ function serve(
   const full = counted && opts.maxInFlight > 0 && lane.inFlight > opts.maxInFlight
   const busy = opts.maxRpcsInFlight > 0 && lane.rpcs > opts.maxRpcsInFlight
   if (full || busy || opts.admission.shed()) {
-    // Refused before its body is read: the cheapest answer the process can give.
+    // Refused without decoding or running it: the cheapest answer the process can give. Out of
+    // the bounds' counts at once; only the answer waits for the request to arrive whole.
     shedTotal.inc({ reason: full ? 'in_flight' : busy ? 'rpcs_in_flight' : 'loop_delay' })
-    finish(undefined, overloaded())
+    release()
+    stream.once('close', () => finish(undefined))
+    whenRead(stream, opts.maxRequestBytes, () => finish(undefined, overloaded()))
     return
   }
   const timeoutMs = parseTimeout(headers['grpc-timeout'])
@@ -182,6 +192,27 @@ function serve(
       (err: unknown) => finish(undefined, err),
     )
   })
+}
+
+/**
+ * Calls `then` once the caller has sent its whole request (discarded), or more than `maxBytes` of
+ * it. Answered before that, Node resets the stream (RST_STREAM NO_ERROR) while the caller is still
+ * sending it; under a burst of refusals Node's HTTP/2 client (the AppView's) answers some of those
+ * resets with its own (ENHANCE_YOUR_CALM, a call failed as `internal`), and once those pass
+ * nghttp2's bound on incoming resets (1,000, then 33/s) the server closes the connection and every
+ * call on it fails (bench:faults' overload: 2 % of the reads).
+ */
+function whenRead(stream: http2.ServerHttp2Stream, maxBytes: number, then: () => void): void {
+  let size = 0
+  const onData = (chunk: Buffer) => {
+    size += chunk.length
+    if (size <= maxBytes) return
+    stream.off('data', onData)
+    stream.pause()
+    then()
+  }
+  stream.on('data', onData)
+  stream.once('end', then)
 }
 
 /** The one message of a unary gRPC request body; invalid_argument for anything else. */
