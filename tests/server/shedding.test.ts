@@ -148,10 +148,7 @@ describe('load shedding', () => {
   })
 
   it('answers a refusal once the request has arrived whole, without resetting the stream', async () => {
-    // Answered while the caller was still sending, a refusal made Node reset the stream
-    // (RST_STREAM NO_ERROR); under a burst the AppView's HTTP/2 client answered some of those
-    // resets with its own (ENHANCE_YOUR_CALM, failed as internal), and past nghttp2's bound on
-    // incoming resets the server closed the connection, failing every call on it.
+    // Why a refusal must not be answered earlier: `whenRead` in packages/server/src/direct.ts.
     await whileHeld({ maxRpcsInFlight: 1 }, async (c, held, url) => {
       const admitted = followers(c)
       await new Promise((r) => setTimeout(r, 50))
