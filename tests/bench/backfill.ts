@@ -220,7 +220,7 @@ async function ours(dids: string[], deps: LookupThread): Promise<Omit<Run, Timed
   schemas.push(schema)
   const db = createPgDb({ url: PG_URL, schema, poolSize: 10 })
   await migrateToLatest(db)
-  const writer = new Writer(db.db, deps)
+  const writer = new Writer(db.db, deps, { transactions: db.transactions })
   const prefetch = new IdentityPrefetch(db.db, deps)
   const backfill = new Backfill({
     ...BACKFILL_DEFAULTS,

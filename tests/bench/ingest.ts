@@ -45,6 +45,8 @@ const SEED = Number(process.env.BENCH_SEED ?? 1)
 const BATCH = Number(process.env.BENCH_BATCH ?? 2000)
 const DECODE_WORKERS = Number(process.env.BENCH_DECODE_WORKERS ?? 1)
 const VERIFY = process.env.BENCH_VERIFY === '1'
+/** 0: batches written on the writer's own thread, as before the transaction thread. */
+const TRANSACTION_THREAD = process.env.BENCH_TX_THREAD !== '0'
 const STOCK_INFLIGHT = Number(process.env.BENCH_STOCK_INFLIGHT ?? 10_000)
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
 const OURS = VERIFY ? 'openplane (verifying)' : 'openplane'
@@ -199,7 +201,13 @@ try {
       await measure(OURS, schema, async (elapsed) => {
         const ours = await startIndexerOn(
           { source: wsUrl, plcUrl: httpUrl, testPdsUrl: httpUrl, headSeq: async () => head },
-          { batchSize: BATCH, schema, verify: VERIFY, decodeWorkers: DECODE_WORKERS },
+          {
+            batchSize: BATCH,
+            schema,
+            verify: VERIFY,
+            decodeWorkers: DECODE_WORKERS,
+            noTransactionThread: !TRANSACTION_THREAD,
+          },
         )
         const progress = progressEvery('openplane', schema, elapsed)
         await ours.catchUp()

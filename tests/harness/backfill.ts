@@ -33,7 +33,9 @@ export async function startOurBackfill(target: {
     timeoutMs: 1000,
     testHandles: target.testPdsUrl ? { suffixes: ['.test'], pdsUrl: target.testPdsUrl } : undefined,
   })
-  const writer = new Writer(db.db, writerDeps(identity, 1000))
+  const writer = new Writer(db.db, writerDeps(identity, 1000), {
+    transactions: db.transactions,
+  })
   const make = (opts: Partial<BackfillOptions> = {}) =>
     new Backfill({
       ...BACKFILL_DEFAULTS,

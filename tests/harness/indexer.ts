@@ -51,6 +51,8 @@ export async function startIndexerOn(
     jetstreamGapSeconds?: number
     /** How long an identity lookup may take (default 1 s: tests of unresponsive hosts). */
     identityTimeoutMs?: number
+    /** Batches written on the writer's own thread instead of the transaction thread. */
+    noTransactionThread?: boolean
   } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
@@ -69,7 +71,10 @@ export async function startIndexerOn(
     timeoutMs: opts.identityTimeoutMs ?? 1000,
   })
   const community = opts.community && (await Community.open(db.db, opts.community, false))
-  const writer = new Writer(db.db, deps, { scope: community })
+  const writer = new Writer(db.db, deps, {
+    scope: community,
+    transactions: opts.noTransactionThread ? undefined : db.transactions,
+  })
   if (community) writer.onCommitted(community.onCommitted)
   const prefetch = new IdentityPrefetch(db.db, deps)
   const indexer = new Indexer({

@@ -31,6 +31,7 @@ export async function openScratchWriter(
   })
   const writer = new Writer(db.db, writerDeps(identity, 200), {
     scope: scope && (await scope(db)),
+    transactions: db.transactions,
   })
   return {
     schema,

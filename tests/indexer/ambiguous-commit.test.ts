@@ -1,7 +1,8 @@
 // A batch whose COMMIT reached Postgres but whose reply was lost (the connection died in between)
 // must reach the graph and the fan-out timelines exactly once, as if nothing had happened. The
 // indexer reads a local firehose and writes through a proxy that cuts its connection at the
-// chosen moment; everything it ends with is compared with an uninterrupted run.
+// chosen moment; everything it ends with is compared with an uninterrupted run. Both ways a batch
+// is written: in a transaction on the writer's thread, and on the transaction thread.
 import { createPgDb, migrateToLatest } from '@openplane/db'
 import { Celebrities, FanOut, HomeTimelines, type FeedSource } from '@openplane/fanout'
 import { Graph } from '@openplane/graph'
@@ -98,6 +99,7 @@ interface Run {
  */
 async function indexThroughProxy(
   frames: CorpusFrame[],
+  onThread: boolean,
   interrupt?: (proxy: PgCutProxy) => Promise<void>,
 ): Promise<Run> {
   const schema = uniqueName('op_ambiguous')
@@ -125,7 +127,9 @@ async function indexThroughProxy(
       await home.seedAuthor(did)
     }
 
-    const writer = new Writer(viaProxy.db, deps)
+    const writer = new Writer(viaProxy.db, deps, {
+      transactions: onThread ? viaProxy.transactions : undefined,
+    })
     const changes: Change[] = []
     writer.onCommitted((batch) => changes.push(...batch))
     writer.onCommitted(fanout.onCommitted)
@@ -194,14 +198,17 @@ async function waitUntil(ok: () => boolean): Promise<void> {
   }
 }
 
-describe('a batch whose commit reply is lost', () => {
+describe.each([
+  ['on the writer thread', false],
+  ['on the transaction thread', true],
+])('a batch whose commit reply is lost, written %s', (_, onThread) => {
   let frames: CorpusFrame[]
   let clean: Run
   const schemas: string[] = []
 
   beforeAll(async () => {
     frames = await firehose()
-    clean = await indexThroughProxy(frames)
+    clean = await indexThroughProxy(frames, onThread)
     schemas.push(clean.schema)
   })
   afterAll(() => dropSchemas(schemas))
@@ -228,7 +235,7 @@ describe('a batch whose commit reply is lost', () => {
 
   it('after the first attempt committed: its changes are delivered, nothing is redone', async () => {
     let cut = false
-    const run = await indexThroughProxy(frames, (proxy) =>
+    const run = await indexThroughProxy(frames, onThread, (proxy) =>
       proxy.cutAfterNextCommit().then(() => void (cut = true)),
     )
     expect(cut).toBe(true)
@@ -237,7 +244,7 @@ describe('a batch whose commit reply is lost', () => {
 
   it('after the redo committed, its first attempt having been rolled back', async () => {
     const cuts: string[] = []
-    const run = await indexThroughProxy(frames, async (proxy) => {
+    const run = await indexThroughProxy(frames, onThread, async (proxy) => {
       await proxy.cutBeforeNextCommit()
       cuts.push('before')
       await proxy.cutAfterNextCommit()
@@ -249,7 +256,7 @@ describe('a batch whose commit reply is lost', () => {
 
   it('when Postgres cannot be asked at once: the indexer retries and gets the changes', async () => {
     let refused = 0
-    const run = await indexThroughProxy(frames, async (proxy) => {
+    const run = await indexThroughProxy(frames, onThread, async (proxy) => {
       await proxy.cutAfterNextCommit()
       // Unreachable right away, until the writer has tried (and failed) to reach it.
       proxy.down()

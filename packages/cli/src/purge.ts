@@ -53,7 +53,10 @@ export async function purgeCommand(config: Config, argv: string[]): Promise<numb
     } else {
       try {
         const identity = createIdentity({ plcUrl: config.plcUrl })
-        const writer = new Writer(db.db, writerDeps(identity), { scope: community })
+        const writer = new Writer(db.db, writerDeps(identity), {
+          scope: community,
+          transactions: db.transactions,
+        })
         const backfill = new Backfill({
           ...BACKFILL_DEFAULTS,
           db: db.db,

@@ -95,6 +95,7 @@ export async function start(config: Config): Promise<Running> {
       scope: community,
       hold: holdLimits(config),
       publish: config.publishWindowMs !== undefined,
+      transactions: db.transactions,
     })
     if (config.publishWindowMs !== undefined) {
       stopTrim = keepPublishedWindow(db.db, { windowMs: config.publishWindowMs, everyMs: 60_000 })

@@ -33,17 +33,34 @@ export function installCopy(client: pg.ClientBase): void {
 }
 
 async function runCopy(query: Query, text: string) {
+  const copy = copyOf(text)
+  if (copy === undefined) return query(text)
+  // The probe of canCopy.
+  if (copy === 'probe') return { command: 'SELECT', rowCount: 1, rows: [{ copy: true }] }
+  const stream = query(copyFrom(copy.statement)) as ReturnType<typeof copyFrom>
+  await pipeline(Readable.from([copy.data]), stream)
+  return { command: 'COPY', rowCount: stream.rowCount, rows: [] }
+}
+
+/** A COPY that copyRows made: its statement and its rows as COPY's text. */
+export interface CopyStatement {
+  statement: string
+  data: string
+}
+
+/**
+ * The COPY a statement of copyRows stands for (`'probe'` for canCopy's), or undefined for any
+ * other statement. Throws when its rows are gone (its copyRows already answered).
+ */
+export function copyOf(text: string): CopyStatement | 'probe' | undefined {
+  if (!text.startsWith(MARK)) return undefined
   const end = text.indexOf(' */', MARK.length)
   const id = Number(text.slice(MARK.length, end))
-  const statement = text.slice(end + 3).trim()
-  // The probe of canCopy.
-  if (Number.isNaN(id)) return { command: 'SELECT', rowCount: 1, rows: [{ copy: true }] }
+  if (Number.isNaN(id)) return 'probe'
   // copyRows forgets them once its statement is answered.
-  const rows = waiting.get(id)
-  if (rows === undefined) throw new Error(`copy ${id}: its rows are gone`)
-  const stream = query(copyFrom(statement)) as ReturnType<typeof copyFrom>
-  await pipeline(Readable.from([rows]), stream)
-  return { command: 'COPY', rowCount: stream.rowCount, rows: [] }
+  const data = waiting.get(id)
+  if (data === undefined) throw new Error(`copy ${id}: its rows are gone`)
+  return { statement: text.slice(end + 3).trim(), data }
 }
 
 /** Whether statements on `db` reach a client that copies (installCopy). */

@@ -1,11 +1,17 @@
 // What both backends (pg pool, embedded PGlite) hand out, and the session setup they share.
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from './schema.ts'
+import type { TransactionThread } from './transaction-thread.ts'
 
 export type Db = {
   db: Kysely<DatabaseSchema>
   /** The Postgres schema holding every table; first on each connection's search_path. */
   schema: string
+  /**
+   * Transactions run on a thread and connection of their own (pg only; the thread starts on
+   * first use and ends with close).
+   */
+  transactions?: TransactionThread
   close(): Promise<void>
 }
 

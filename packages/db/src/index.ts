@@ -16,6 +16,8 @@ export {
   type IndexState,
 } from './search-index.ts'
 export { canCopy, copyRows, copyText } from './copy.ts'
+export { recordingDb, type Recorder, type Statement } from './recorded.ts'
+export { TransactionFailed, TransactionThread } from './transaction-thread.ts'
 export { anyOf, textArray } from './text-array.ts'
 export { PLAN_PER_CALL } from './prepared.ts'
 export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'

@@ -4,6 +4,7 @@ import pg from 'pg'
 import { installCopy } from './copy.ts'
 import { assertSchemaName, parseInt8, searchPathSql, type Db } from './db.ts'
 import { PreparedStatements, preparingPool } from './prepared.ts'
+import { TransactionThread } from './transaction-thread.ts'
 import type { DatabaseSchema } from './schema.ts'
 
 export interface PgDbOptions {
@@ -76,6 +77,12 @@ export function createPgDb(opts: PgDbOptions): Db {
       },
     }),
   })
+  const transactions = new TransactionThread({ url: opts.url, schema })
   let closing: Promise<void> | undefined
-  return { db, schema, close: () => (closing ??= db.destroy()) }
+  return {
+    db,
+    schema,
+    transactions,
+    close: () => (closing ??= Promise.all([transactions.close(), db.destroy()]).then(() => {})),
+  }
 }

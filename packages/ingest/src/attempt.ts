@@ -3,8 +3,17 @@
 // may have died after Postgres committed, so Postgres is asked (settle.ts); while it cannot tell,
 // the attempt is kept, per source, and settled before that source writes anything again — never
 // guessed.
+//
+// A batch planned ahead is written on a transaction thread when there is one: its statements are
+// made first, on a recorder, then run there together (transaction-thread.ts in @openplane/db).
+// Refused batches, and batches planned inside their transaction, run here.
 import type { Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import {
+  recordingDb,
+  TransactionFailed,
+  type DatabaseSchema,
+  type TransactionThread,
+} from '@openplane/db'
 import { childLogger } from '@openplane/telemetry'
 import { applyPlanned, BatchRun, type Outcome, type Planned } from './batch/run.ts'
 import type { SchemaInfo } from './batch/schema.ts'
@@ -13,6 +22,7 @@ import type { IngestEvent } from './events.ts'
 import type { Position } from './positions.ts'
 import type { Publisher } from './publish.ts'
 import { committed as settled } from './settle.ts'
+import { stageSeconds } from './stages.ts'
 
 const log = childLogger('writer')
 
@@ -49,10 +59,12 @@ export class Attempts {
   private readonly unsettled = new Map<string, Unsettled>()
   /** Appends what each batch applied to the published-event log, when publishing is on. */
   private readonly publisher: Publisher | undefined
+  private readonly thread: TransactionThread | undefined
 
-  constructor(db: Kysely<DatabaseSchema>, publisher?: Publisher) {
+  constructor(db: Kysely<DatabaseSchema>, publisher?: Publisher, thread?: TransactionThread) {
     this.db = db
     this.publisher = publisher
+    this.thread = thread
   }
 
   /**
@@ -80,6 +92,9 @@ export class Attempts {
       pending: outOfSync.length ? [report] : [],
       applied: [],
     }
+    if (this.thread && a.planned && !a.isolate) {
+      return this.onThread(a, a.planned, this.thread, outcome)
+    }
     try {
       await this.db.transaction().execute(async (tx) => {
         if (a.planned && !a.isolate) {
@@ -103,15 +118,64 @@ export class Attempts {
     } catch (err) {
       // The xid comes from the last statement before COMMIT: without it, COMMIT was never sent.
       if (sent.xid === undefined) return { err }
-      const xid = sent.xid
-      log.warn({ err, source: a.source, xid }, 'batch commit unanswered; asking Postgres')
-      const seqs = a.batch.map((e) => e.seq)
-      this.unsettled.set(a.source, { ...outcome, xid, seqs, cursor: a.cursor })
-      const committed = await settled(this.db, xid)
-      this.unsettled.delete(a.source)
-      if (!committed) return { err }
-      log.info({ source: a.source, xid }, 'the unanswered batch commit had gone through')
-      return outcome
+      return this.unanswered(a, outcome, sent.xid, err)
     }
+  }
+
+  /** The planned batch's statements, made on a recorder, run on the transaction thread. */
+  private async onThread(
+    a: AttemptOf,
+    planned: Planned,
+    thread: TransactionThread,
+    outcome: Outcome,
+  ): Promise<Outcome | { err: unknown }> {
+    const recorder = recordingDb()
+    try {
+      // Its one read, made here: the recorder answers none.
+      await this.publisher?.ready(this.db)
+      const got = await applyPlanned(recorder.db, a.schema, planned)
+      outcome.changes.push(...got.changes)
+      outcome.pending.push(...got.pending)
+      outcome.applied.push(...got.applied)
+      const counted = await this.publisher?.write(recorder.db, outcome.applied, {
+        ...(a.fetched && { fetched: a.fetched }),
+        copy: a.schema.copy ?? false,
+      })
+      if (counted) outcome.pending.push(counted)
+      // Last: its statement answers the transaction id.
+      await a.position(recorder.db)
+    } catch (err) {
+      return { err }
+    }
+    const started = performance.now()
+    try {
+      await thread.run(recorder.take())
+      return outcome
+    } catch (err) {
+      if (!(err instanceof TransactionFailed) || !err.commitSent) return { err }
+      const xid = err.last?.[0]?.['xid']
+      // Every position's last statement answers it (positions.ts).
+      if (typeof xid !== 'string') throw new Error('a batch commit went unanswered without its xid')
+      return this.unanswered(a, outcome, xid, err)
+    } finally {
+      stageSeconds.inc({ stage: 'apply' }, (performance.now() - started) / 1000)
+    }
+  }
+
+  /** The attempt's COMMIT went unanswered: Postgres says whether it went through. */
+  private async unanswered(
+    a: AttemptOf,
+    outcome: Outcome,
+    xid: string,
+    err: unknown,
+  ): Promise<Outcome | { err: unknown }> {
+    log.warn({ err, source: a.source, xid }, 'batch commit unanswered; asking Postgres')
+    const seqs = a.batch.map((e) => e.seq)
+    this.unsettled.set(a.source, { ...outcome, xid, seqs, cursor: a.cursor })
+    const committed = await settled(this.db, xid)
+    this.unsettled.delete(a.source)
+    if (!committed) return { err }
+    log.info({ source: a.source, xid }, 'the unanswered batch commit had gone through')
+    return outcome
   }
 }

@@ -77,6 +77,11 @@ export class Publisher {
   /** The last cursor given; read from the log on first use (a restart continues above it). */
   private last: number | undefined
 
+  /** Reads where the log ends, if not known yet: `write` on a recorder cannot. */
+  async ready(db: Kysely<DatabaseSchema>): Promise<void> {
+    this.last ??= (await publishedRange(db))?.last ?? 0
+  }
+
   /** Appends the messages; returns the metrics to count once the transaction commits. */
   async write(
     tx: Kysely<DatabaseSchema>,

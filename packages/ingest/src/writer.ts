@@ -18,7 +18,7 @@
 // on, what each batch applied is appended, in its transaction, to the published-event log that
 // `/subscribe` serves (publish.ts).
 import type { Kysely } from 'kysely'
-import type { DatabaseSchema } from '@openplane/db'
+import type { DatabaseSchema, TransactionThread } from '@openplane/db'
 import { childLogger, histogram } from '@openplane/telemetry'
 import { earlyWork, PlanAhead } from './ahead.ts'
 import { Attempts } from './attempt.ts'
@@ -101,11 +101,18 @@ export class Writer {
   constructor(
     db: Db,
     deps: WriterDeps,
-    opts: { scope?: Scope; hold?: HoldLimits; publish?: boolean } = {},
+    opts: {
+      scope?: Scope
+      hold?: HoldLimits
+      publish?: boolean
+      /** Where batches planned ahead are written (attempt.ts); without it, on this thread. */
+      transactions?: TransactionThread | undefined
+    } = {},
   ) {
     this.db = db
     this.deps = deps
-    this.attempts = new Attempts(db, opts.publish ? new Publisher() : undefined)
+    const publisher = opts.publish ? new Publisher() : undefined
+    this.attempts = new Attempts(db, publisher, opts.transactions)
     this.planAhead = new PlanAhead(db, deps)
     this.scope = opts.scope
     this.gate = new RepoGate(opts.hold)

@@ -78,7 +78,9 @@ export class OurIndexerUnderTest {
       await home.rebuild(didOf(a))
       await home.seedAuthor(didOf(a))
     }
-    const writer = new Writer(db.db, writerDeps(this.identity, 2000))
+    const writer = new Writer(db.db, writerDeps(this.identity, 2000), {
+      transactions: db.transactions,
+    })
     writer.onCommitted(fanout.onCommitted)
 
     const events: IngestEvent[] = []
