@@ -6,6 +6,7 @@ import { AskedKeys, type KeyReplies } from './asked-keys.ts'
 import { decodeChecked, type WorkerReply, type WorkerRequest, type WorkerSetup } from './decoder.ts'
 import type { FrameOptions, FrameResult } from './frames.ts'
 import { threadCpuSeconds } from './stages.ts'
+import { READY } from './worker-ready.ts'
 
 const setup = workerData as WorkerSetup
 // Without verification the resolver is never asked.
@@ -62,3 +63,5 @@ async function handle(req: WorkerRequest): Promise<void> {
   cpuMark = cpu
   parentPort!.postMessage(reply)
 }
+
+parentPort!.postMessage(READY)

@@ -14,6 +14,7 @@ import { checkRecords } from './checks.ts'
 import { decodeFrame, type FrameOptions, type FrameResult } from './frames.ts'
 import { decodeCpuSeconds, stageSeconds, threadCpuSeconds } from './stages.ts'
 import { WorkerExits } from './worker-exits.ts'
+import { READY, terminateWhenReady, whenReady } from './worker-ready.ts'
 
 const log = childLogger('decoder')
 const restarts = counter(
@@ -116,6 +117,8 @@ interface Sent {
 }
 interface Slot {
   worker: Worker
+  /** Its imports have run: it may be terminated (worker-ready.ts). */
+  ready: Promise<void>
   sent: Map<number, Sent>
   frames: number
 }
@@ -162,7 +165,7 @@ class WorkerDecoder implements FrameDecoder {
 
   async stop(): Promise<void> {
     this.stopped = true
-    await Promise.all(this.slots.map((s) => s.worker.terminate()))
+    await Promise.all(this.slots.map((s) => terminateWhenReady(s.worker, s.ready)))
   }
 
   private send(): void {
@@ -195,8 +198,9 @@ class WorkerDecoder implements FrameDecoder {
     const worker = new Worker(new URL('./decode-worker.ts', import.meta.url), {
       workerData: this.setup,
     })
-    const slot: Slot = { worker, sent: new Map(), frames: 0 }
-    worker.on('message', (reply: WorkerReply | KeyRequests) => {
+    const slot: Slot = { worker, ready: whenReady(worker), sent: new Map(), frames: 0 }
+    worker.on('message', (reply: WorkerReply | KeyRequests | typeof READY) => {
+      if (reply === READY) return
       if ('keys' in reply) return void this.answerKeys(worker, reply)
       const sent = slot.sent.get(reply.id)
       if (!sent) return

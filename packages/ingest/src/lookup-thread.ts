@@ -10,6 +10,7 @@ import { signingKeyOf } from '@openplane/signatures'
 import { childLogger, counter } from '@openplane/telemetry'
 import { writerDeps, type WriterDeps } from './deps.ts'
 import { WorkerExits } from './worker-exits.ts'
+import { READY, terminateWhenReady, whenReady } from './worker-ready.ts'
 
 const log = childLogger('lookups')
 const restarts = counter(
@@ -99,6 +100,8 @@ type Here = ReturnType<typeof lookupsHere>
 class Lookups implements LookupThread {
   private readonly setup: LookupSetup
   private worker: Worker | undefined
+  /** The worker's imports have run: it may be terminated (worker-ready.ts). */
+  private ready: Promise<void> = Promise.resolve()
   private readonly pending = new Map<number, Pending>()
   private outgoing: LookupRequest[] = []
   private nextId = 0
@@ -140,7 +143,7 @@ class Lookups implements LookupThread {
     this.worker = undefined
     for (const p of this.pending.values()) p.reject(new Error('lookups stopped'))
     this.pending.clear()
-    await worker?.terminate()
+    if (worker) await terminateWhenReady(worker, this.ready)
   }
 
   private ask(request: LookupRequest): Promise<LookupReply['value']> {
@@ -165,7 +168,10 @@ class Lookups implements LookupThread {
     const worker = new Worker(new URL('./lookup-worker.ts', import.meta.url), {
       workerData: this.setup,
     })
-    worker.on('message', ({ replies, cpuSeconds }: LookupReplies) => {
+    this.ready = whenReady(worker)
+    worker.on('message', (msg: LookupReplies | typeof READY) => {
+      if (msg === READY) return
+      const { replies, cpuSeconds } = msg
       lookupCpuSeconds.inc(cpuSeconds)
       for (const reply of replies) {
         const p = this.pending.get(reply.id)

@@ -9,6 +9,7 @@ import {
   type LookupSetup,
 } from './lookup-thread.ts'
 import { threadCpuSeconds } from './stages.ts'
+import { READY } from './worker-ready.ts'
 
 const lookups = lookupsHere(workerData as LookupSetup)
 
@@ -35,3 +36,5 @@ parentPort!.on('message', ({ requests }: LookupRequests) => {
     )
   }
 })
+
+parentPort!.postMessage(READY)
