@@ -220,7 +220,10 @@ async function ours(dids: string[], deps: LookupThread): Promise<Omit<Run, Timed
   schemas.push(schema)
   const db = createPgDb({ url: PG_URL, schema, poolSize: 10 })
   await migrateToLatest(db)
-  const writer = new Writer(db.db, deps, { transactions: db.transactions })
+  const writer = new Writer(db.db, deps, {
+    // BENCH_TX_THREAD=0: batches written on the writer's own thread, as before the thread.
+    transactions: process.env.BENCH_TX_THREAD === '0' ? undefined : db.transactions,
+  })
   const prefetch = new IdentityPrefetch(db.db, deps)
   const backfill = new Backfill({
     ...BACKFILL_DEFAULTS,

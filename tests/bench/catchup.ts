@@ -68,7 +68,13 @@ try {
       plcUrl: `http://127.0.0.1:${port}`,
       testPdsUrl: `http://127.0.0.1:${port}`,
     },
-    { batchSize: BATCH, schema, headProbeMs: 1000 },
+    {
+      batchSize: BATCH,
+      schema,
+      headProbeMs: 1000,
+      // 0: batches written on the writer's own thread, as before the transaction thread.
+      noTransactionThread: process.env.BENCH_TX_THREAD === '0',
+    },
   )
   const elapsed = () => (performance.now() - t0) / 1000
   let caughtUp: number | undefined
