@@ -70,6 +70,8 @@ export class TransactionThread {
   private readonly setup: ThreadSetup
   private worker: Worker | undefined
   private ready: Promise<void> | undefined
+  /** Resolves when the current worker has exited. */
+  private exited: Promise<void> = Promise.resolve()
   private readonly waiting = new Map<number, (reply: ThreadReply) => void>()
   /** Per transaction in flight, the rows of its last statement once its COMMIT is to be sent. */
   private readonly sent = new Map<number, Record<string, unknown>[]>()
@@ -99,11 +101,14 @@ export class TransactionThread {
     const worker = this.start()
     await this.ready
     const id = this.nextId++
+    // The process stays up while a transaction is in flight, whatever else it waits on.
+    worker.ref()
     const reply = await new Promise<ThreadReply>((resolve) => {
       this.waiting.set(id, resolve)
       worker.postMessage({ id, statements } satisfies ThreadRequest)
     })
     this.sent.delete(id)
+    if (!this.waiting.size) worker.unref()
     if (reply.error) throw new TransactionFailed(reply.error, reply.commitSent, reply.last)
     if (reply.sent) throw new Error('a transaction answered before its end')
     return reply.last
@@ -116,6 +121,7 @@ export class TransactionThread {
     })
     let readied!: () => void
     this.ready = new Promise((resolve) => (readied = resolve))
+    this.exited = new Promise((resolve) => worker.once('exit', () => resolve()))
     worker.on('message', (msg: ThreadReply | 'ready') => {
       if (msg === 'ready') return readied()
       if (msg.sent) return void this.sent.set(msg.id, msg.sent)
@@ -152,10 +158,9 @@ export class TransactionThread {
     // Stopped only once its imports have run: a thread stopped while still loading them can
     // bring the process down.
     await this.ready
-    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
     worker.postMessage('close')
     const timer = setTimeout(() => void worker.terminate(), CLOSE_MS)
-    await exited
+    await this.exited
     clearTimeout(timer)
   }
 }
