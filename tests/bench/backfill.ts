@@ -11,6 +11,7 @@
 //   BENCH_EVENTS, BENCH_REPOS, BENCH_SEED   the corpus (default 500000, 100000, 1: bench:ingest's)
 //   BENCH_COMPARE_REPOS   repos both sides index, compared table by table (default 5000)
 //   BENCH_CONCURRENCY     repos in flight on each side (default: the backfill's own, 128)
+//   BENCH_TX_THREAD       0: ours writes batches on the writer's thread, not the transaction one
 //   BENCH_VERIFY          1: ours checks each commit's signature (the stock always does)
 //   BENCH_SIDES           "stock,openplane" (default) or one of them
 //   BENCH_KEEP_SCHEMAS    1: keep the schemas for inspection

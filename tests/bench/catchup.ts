@@ -9,6 +9,7 @@
 //   BENCH_CORPUS     a recorded corpus (default: generated under .data/corpus, BEHIND plus the
 //                    events of CATCHUP_MINUTES at RATE, at most 2M, over BENCH_REPOS repos)
 //   BENCH_REPOS (100000), BENCH_SEED (1), BENCH_BATCH (2000)
+//   BENCH_TX_THREAD  0: batches written on the writer's thread, not the transaction thread
 import { performance } from 'node:perf_hooks'
 import { createPgDb, migrateToLatest } from '@openplane/db'
 import { PG_URL, uniqueName } from '../harness/env.ts'

@@ -13,6 +13,7 @@
 //     relay either way)
 //   BENCH_SIDES    "stock,openplane" (default) or one of them
 //   BENCH_DECODE_WORKERS  our decode threads (default 1, the dataplane's default on two cores)
+//   BENCH_TX_THREAD  0: ours writes batches on the writer's thread, not the transaction thread
 //   BENCH_FLOOR    0: skip the Postgres floor (the rows ours ended with, stored again alone)
 //   BENCH_STOCK_INFLIGHT  events the stock may have received and not yet handled (default 10000);
 //     it has no backpressure of its own (see pacing-relay.ts)
