@@ -92,27 +92,12 @@ export class Attempts {
       pending: outOfSync.length ? [report] : [],
       applied: [],
     }
-    if (this.thread && a.planned && !a.isolate) {
-      return this.onThread(a, a.planned, this.thread, outcome)
-    }
+    if (this.thread && a.planned && !a.isolate) return this.onThread(a, this.thread, outcome)
     try {
       await this.db.transaction().execute(async (tx) => {
-        if (a.planned && !a.isolate) {
-          const got = await applyPlanned(tx, a.schema, a.planned)
-          outcome.changes.push(...got.changes)
-          outcome.pending.push(...got.pending)
-          outcome.applied.push(...got.applied)
-        } else {
-          await new BatchRun(tx, a.schema, a.batch, a.prepared).all(a.isolate ?? false, outcome)
-        }
-        const counted = await this.publisher?.write(tx, outcome.applied, {
-          ...(a.fetched && { fetched: a.fetched }),
-          copy: a.schema.copy ?? false,
-        })
-        if (counted) outcome.pending.push(counted)
         // Last before COMMIT: the transaction id tells later whether an unanswered COMMIT went
         // through.
-        sent.xid = await a.position(tx)
+        sent.xid = await this.write(tx, a, outcome)
       })
       return outcome
     } catch (err) {
@@ -122,10 +107,31 @@ export class Attempts {
     }
   }
 
+  /**
+   * The batch's statements on `tx` (its transaction, or a recorder): its rows, its published
+   * messages, its position last. Adds what the batch hands on to `outcome`; returns what the
+   * position returns, the transaction id.
+   */
+  private async write(tx: Kysely<DatabaseSchema>, a: AttemptOf, outcome: Outcome): Promise<string> {
+    if (a.planned && !a.isolate) {
+      const got = await applyPlanned(tx, a.schema, a.planned)
+      outcome.changes.push(...got.changes)
+      outcome.pending.push(...got.pending)
+      outcome.applied.push(...got.applied)
+    } else {
+      await new BatchRun(tx, a.schema, a.batch, a.prepared).all(a.isolate ?? false, outcome)
+    }
+    const counted = await this.publisher?.write(tx, outcome.applied, {
+      ...(a.fetched && { fetched: a.fetched }),
+      copy: a.schema.copy ?? false,
+    })
+    if (counted) outcome.pending.push(counted)
+    return a.position(tx)
+  }
+
   /** The planned batch's statements, made on a recorder, run on the transaction thread. */
   private async onThread(
     a: AttemptOf,
-    planned: Planned,
     thread: TransactionThread,
     outcome: Outcome,
   ): Promise<Outcome | { err: unknown }> {
@@ -133,17 +139,8 @@ export class Attempts {
     try {
       // Its one read, made here: the recorder answers none.
       await this.publisher?.ready(this.db)
-      const got = await applyPlanned(recorder.db, a.schema, planned)
-      outcome.changes.push(...got.changes)
-      outcome.pending.push(...got.pending)
-      outcome.applied.push(...got.applied)
-      const counted = await this.publisher?.write(recorder.db, outcome.applied, {
-        ...(a.fetched && { fetched: a.fetched }),
-        copy: a.schema.copy ?? false,
-      })
-      if (counted) outcome.pending.push(counted)
-      // Last: its statement answers the transaction id.
-      await a.position(recorder.db)
+      // The position's statement, last, answers the transaction id on the thread.
+      await this.write(recorder.db, a, outcome)
     } catch (err) {
       return { err }
     }

@@ -77,9 +77,12 @@ export class Publisher {
   /** The last cursor given; read from the log on first use (a restart continues above it). */
   private last: number | undefined
 
-  /** Reads where the log ends, if not known yet: `write` on a recorder cannot. */
-  async ready(db: Kysely<DatabaseSchema>): Promise<void> {
-    this.last ??= (await publishedRange(db))?.last ?? 0
+  /**
+   * The last cursor given, read from the log the first time: called before `write` when that
+   * goes to a recorder, which answers no read.
+   */
+  async ready(db: Kysely<DatabaseSchema>): Promise<number> {
+    return (this.last ??= (await publishedRange(db))?.last ?? 0)
   }
 
   /** Appends the messages; returns the metrics to count once the transaction commits. */
@@ -91,8 +94,7 @@ export class Publisher {
     const { fetched } = opts
     const items = fetched?.size ? applied.filter((a) => !fetched.has(a.evt)) : applied
     if (!items.length) return undefined
-    this.last ??= (await publishedRange(tx))?.last ?? 0
-    let t = Math.max(Date.now() * 1000, this.last + 1)
+    let t = Math.max(Date.now() * 1000, (await this.ready(tx)) + 1)
     const rows = items.map((a) => messageOf(a, t++))
     await appendPublished(tx, rows, opts.copy ?? false)
     // Kept even if the transaction rolls back: cursors must only increase, not be dense.
