@@ -53,6 +53,8 @@ export async function startIndexerOn(
     identityTimeoutMs?: number
     /** Batches written on the writer's own thread instead of the transaction thread. */
     noTransactionThread?: boolean
+    /** Keys whose committed rows the writer keeps between batches (default: the writer's). */
+    keptRows?: number
   } = {},
 ): Promise<OurIndexer> {
   const schema = opts.schema ?? uniqueName('op_idx')
@@ -74,6 +76,7 @@ export async function startIndexerOn(
   const writer = new Writer(db.db, deps, {
     scope: community,
     transactions: opts.noTransactionThread ? undefined : db.transactions,
+    ...(opts.keptRows !== undefined && { keptRows: opts.keptRows }),
   })
   if (community) writer.onCommitted(community.onCommitted)
   const prefetch = new IdentityPrefetch(db.db, deps)

@@ -5,6 +5,7 @@
 import { createPgDb, migrateToLatest, type Db } from '@openplane/db'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyWrites } from '../../packages/ingest/src/batch/apply.ts'
+import { CommittedRows } from '../../packages/ingest/src/batch/committed-rows.ts'
 import { loadSchemaInfo, type SchemaInfo } from '../../packages/ingest/src/batch/schema.ts'
 import { BatchState } from '../../packages/ingest/src/batch/state.ts'
 import { PG_URL, uniqueName } from '../harness/env.ts'
@@ -21,6 +22,15 @@ const like = (n: number) => ({
   subjectCid: 'bafypost',
   via: null,
   viaCid: null,
+  createdAt: '2026-01-05T12:00:00.000Z',
+  indexedAt: '2026-01-05T12:00:00.000Z',
+})
+
+const newPost = (n: number) => ({
+  uri: post(n),
+  cid: `bafypost${n}`,
+  creator: B,
+  text: '',
   createdAt: '2026-01-05T12:00:00.000Z',
   indexedAt: '2026-01-05T12:00:00.000Z',
 })
@@ -299,5 +309,56 @@ describe('batch state', () => {
     const misses = state.missCount
     expect(state.first('post', { uri: post(22) })).toBeUndefined()
     expect(state.missCount).toBe(misses + 1)
+  })
+
+  it('takes the rows committed batches left as read: no load, and a kept absence inserts', async () => {
+    // p21 is stored (by the thread test above); p30 is not.
+    const kept = new CommittedRows(100)
+    kept.apply([
+      {
+        rows: [
+          { table: 'post', key: post(21), row: { uri: post(21), cid: 'bafykept' } },
+          { table: 'post', key: post(30), row: null },
+        ],
+      },
+    ])
+    const state = new BatchState(db.db, info, undefined, undefined, kept)
+    // The kept row, not the database's: no miss, no query.
+    expect(state.rows('post', { uri: post(21) })).toMatchObject([{ cid: 'bafykept' }])
+    expect(state.rows('post', { uri: post(30) })).toEqual([])
+    state.put('post', newPost(30))
+    expect(state.missCount).toBe(0)
+    expect(state.queries).toBe(0)
+    expect(
+      state
+        .writes()
+        .get('post')
+        ?.inserted.map((r) => r.uri),
+    ).toEqual([post(30)])
+  })
+
+  it("hands on the kept tables' rows it read and wrote, not those the batch below changed", async () => {
+    // p21 replies to p20, never stored; p22 replies to p21.
+    const kept = new CommittedRows(100)
+    const below = new BatchState(db.db, info, undefined, undefined, kept)
+    await plan(below, () => void below.delete('post', { uri: post(22) }))
+    const state = new BatchState(db.db, info, below, undefined, kept)
+    await plan(state, () => {
+      // Read: p21 from the database (its missing parent known absent with it); p22 through the
+      // batch below, which deleted it.
+      state.rows('post', { uri: post(21) })
+      state.rows('post', { uri: post(22) })
+      state.put('post', newPost(31))
+      // `actor` is not a kept table: its reads are not handed on.
+      state.rows('actor', { did: A })
+    })
+    const { rows } = state.committedRows() as { rows: { key: string; row: unknown }[] }
+    expect(rows.map((r) => [r.key, r.row === null]).sort()).toEqual(
+      [
+        [post(20), true],
+        [post(21), false],
+        [post(31), false],
+      ].sort(),
+    )
   })
 })

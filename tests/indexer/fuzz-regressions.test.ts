@@ -266,4 +266,17 @@ describe('indexer equals the stock indexer on', () => {
       { batchSizes: [1, 500, 7] },
     )
   })
+
+  it("a deleted account's post created again after the deletion, in the same batch", async () => {
+    // The rows the writer keeps between batches must not outlive the account's deletion.
+    await expectSameAsStock(
+      [
+        { by: 'A', ops: [{ create: 'post', rkey: 'p15' }] },
+        { by: 'A', identity: { handle: 'a18.test' } },
+        { by: 'A', account: 'deleted' },
+        { by: 'A', ops: [{ create: 'post', rkey: 'p15' }] },
+      ],
+      { batchSizes: [1, 500, 3, Infinity] },
+    )
+  })
 })

@@ -6,6 +6,7 @@
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter } from '@openplane/telemetry'
+import type { CommittedRows } from './batch/committed-rows.ts'
 import { planRange, type Planned } from './batch/run.ts'
 import type { SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
@@ -42,20 +43,22 @@ const sameSeqs = (seqs: number[], batch: IngestEvent[]) =>
 
 /**
  * The work on a batch that needs no transaction: network lookups, and, unless an account
- * deletion splits it, the whole plan (read through the pool; `below` is the batch to be written
- * before it, if not committed yet).
+ * deletion splits it, the whole plan (read through the pool and `kept`, the rows committed
+ * batches left; `below` is the batch to be written before it, if not committed yet).
  */
 export async function earlyWork(
   db: Kysely<DatabaseSchema>,
   deps: WriterDeps,
   schema: SchemaInfo,
   batch: IngestEvent[],
+  kept: CommittedRows | undefined,
   below?: Early,
 ): Promise<Early> {
   const prepared = await prepareBatch(db, deps, batch, below?.prepared)
+  const state = below?.planned?.state
   const planned = prepared.deletions.size
     ? undefined
-    : await planRange(db, schema, batch, 0, batch.length, prepared, below?.planned?.state)
+    : await planRange(db, schema, batch, 0, batch.length, prepared, state, kept)
   return { prepared, planned }
 }
 
@@ -63,11 +66,13 @@ export async function earlyWork(
 export class PlanAhead {
   private readonly db: Kysely<DatabaseSchema>
   private readonly deps: WriterDeps
+  private readonly kept: CommittedRows | undefined
   private readonly ahead = new Map<string, Ahead>()
 
-  constructor(db: Kysely<DatabaseSchema>, deps: WriterDeps) {
+  constructor(db: Kysely<DatabaseSchema>, deps: WriterDeps, kept?: CommittedRows) {
     this.db = db
     this.deps = deps
+    this.kept = kept
   }
 
   /** The plan made ahead for exactly this batch, if it still holds (the source's is used up). */
@@ -95,12 +100,14 @@ export class PlanAhead {
       versions,
       work: undefined as never,
     }
-    ahead.work = earlyWork(this.db, this.deps, schema, batch, below).catch((err: unknown) => {
-      // Planned again in its turn, when the error will show if it persists.
-      log.debug({ err }, 'planning ahead failed')
-      ahead.valid = false
-      return undefined
-    })
+    ahead.work = earlyWork(this.db, this.deps, schema, batch, this.kept, below).catch(
+      (err: unknown) => {
+        // Planned again in its turn, when the error will show if it persists.
+        log.debug({ err }, 'planning ahead failed')
+        ahead.valid = false
+        return undefined
+      },
+    )
     this.ahead.set(source, ahead)
     return ahead
   }

@@ -15,6 +15,7 @@ import {
   type TransactionThread,
 } from '@openplane/db'
 import { childLogger } from '@openplane/telemetry'
+import type { CommittedRows } from './batch/committed-rows.ts'
 import { applyPlanned, BatchRun, type Outcome, type Planned } from './batch/run.ts'
 import type { SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
@@ -60,11 +61,19 @@ export class Attempts {
   /** Appends what each batch applied to the published-event log, when publishing is on. */
   private readonly publisher: Publisher | undefined
   private readonly thread: TransactionThread | undefined
+  /** Rows committed batches left, read through by batches planned inside their transaction. */
+  private readonly kept: CommittedRows | undefined
 
-  constructor(db: Kysely<DatabaseSchema>, publisher?: Publisher, thread?: TransactionThread) {
+  constructor(
+    db: Kysely<DatabaseSchema>,
+    publisher?: Publisher,
+    thread?: TransactionThread,
+    kept?: CommittedRows,
+  ) {
     this.db = db
     this.publisher = publisher
     this.thread = thread
+    this.kept = kept
   }
 
   /**
@@ -91,6 +100,7 @@ export class Attempts {
       changes: [],
       pending: outOfSync.length ? [report] : [],
       applied: [],
+      committed: [],
     }
     if (this.thread && a.planned && !a.isolate) return this.onThread(a, this.thread, outcome)
     try {
@@ -118,8 +128,10 @@ export class Attempts {
       outcome.changes.push(...got.changes)
       outcome.pending.push(...got.pending)
       outcome.applied.push(...got.applied)
+      outcome.committed.push(...got.committed)
     } else {
-      await new BatchRun(tx, a.schema, a.batch, a.prepared).all(a.isolate ?? false, outcome)
+      const run = new BatchRun(tx, a.schema, a.batch, a.prepared, this.kept)
+      await run.all(a.isolate ?? false, outcome)
     }
     const counted = await this.publisher?.write(tx, outcome.applied, {
       ...(a.fetched && { fetched: a.fetched }),

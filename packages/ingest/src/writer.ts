@@ -22,6 +22,7 @@ import type { DatabaseSchema, TransactionThread } from '@openplane/db'
 import { childLogger, histogram } from '@openplane/telemetry'
 import { earlyWork, PlanAhead } from './ahead.ts'
 import { Attempts } from './attempt.ts'
+import { CommittedRows, KEPT_ROWS } from './batch/committed-rows.ts'
 import type { Outcome } from './batch/run.ts'
 import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
 import type { Change } from './changes.ts'
@@ -97,6 +98,8 @@ export class Writer {
   private readonly scope: Scope | undefined
   /** Seqs of the skips that stand in for empty batches: negative, never a source's. */
   private filler = 0
+  /** Rows committed batches left, read through while planning (batch/committed-rows.ts). */
+  private readonly kept: CommittedRows
 
   constructor(
     db: Db,
@@ -107,13 +110,16 @@ export class Writer {
       publish?: boolean
       /** Where batches planned ahead are written (attempt.ts); without it, on this thread. */
       transactions?: TransactionThread | undefined
+      /** Keys whose committed rows are kept between batches (0: none; batch/committed-rows.ts). */
+      keptRows?: number
     } = {},
   ) {
     this.db = db
     this.deps = deps
+    this.kept = new CommittedRows(opts.keptRows ?? KEPT_ROWS)
     const publisher = opts.publish ? new Publisher() : undefined
-    this.attempts = new Attempts(db, publisher, opts.transactions)
-    this.planAhead = new PlanAhead(db, deps)
+    this.attempts = new Attempts(db, publisher, opts.transactions, this.kept)
+    this.planAhead = new PlanAhead(db, deps, this.kept)
     this.scope = opts.scope
     this.gate = new RepoGate(opts.hold)
   }
@@ -317,7 +323,7 @@ export class Writer {
     let early = await this.planAhead.take(source, batch, this.versions(source))
     if (!early) {
       const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
-      early = await earlyWork(this.db, this.deps, schema, batch)
+      early = await earlyWork(this.db, this.deps, schema, batch, this.kept)
       endPrepare()
     }
     const { prepared, planned } = early
@@ -375,6 +381,7 @@ export class Writer {
   /** Emits a committed attempt's metrics and logs and hands its changes to the listeners. */
   private deliver(source: string, cursor: number, outcome: Outcome): void {
     this.planAhead.wrote(source)
+    this.kept.apply(outcome.committed)
     for (const emit of outcome.pending) emit()
     // Listeners follow live sources by cursor; the backfill has none.
     const committed = source === BACKFILL_SOURCE ? { source, cursor: 0 } : { source, cursor }

@@ -10,6 +10,7 @@ import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
 import { WATCHED, type Change, type FeedItemValues } from '../changes.ts'
 import type { Applied } from './applied.ts'
+import type { CommittedPart, CommittedRows } from './committed-rows.ts'
 import { CounterBuffer } from './counters.ts'
 import type { IngestEvent } from '../events.ts'
 import { absentBefore } from './absent.ts'
@@ -49,6 +50,8 @@ export interface Outcome {
   changes: Change[]
   pending: (() => void)[]
   applied: Applied[]
+  /** What its committed parts did to the kept rows (committed-rows.ts), in order. */
+  committed: CommittedPart[]
 }
 
 const NOTIFICATIONS_PER_INSERT = 1000
@@ -69,12 +72,20 @@ export class BatchRun {
   private readonly schema: SchemaInfo
   private readonly batch: IngestEvent[]
   private readonly prepared: Prepared
+  private readonly kept: CommittedRows | undefined
 
-  constructor(tx: Db, schema: SchemaInfo, batch: IngestEvent[], prepared: Prepared) {
+  constructor(
+    tx: Db,
+    schema: SchemaInfo,
+    batch: IngestEvent[],
+    prepared: Prepared,
+    kept?: CommittedRows,
+  ) {
     this.tx = tx
     this.schema = schema
     this.batch = batch
     this.prepared = prepared
+    this.kept = kept
   }
 
   /** Applies the whole batch, adding what committed parts hand on to `out`. */
@@ -128,7 +139,16 @@ export class BatchRun {
 
   /** Plans events [from, to) (no deletions among them) and applies the plan. */
   private async range(from: number, to: number): Promise<Outcome> {
-    const planned = await planRange(this.tx, this.schema, this.batch, from, to, this.prepared)
+    const planned = await planRange(
+      this.tx,
+      this.schema,
+      this.batch,
+      from,
+      to,
+      this.prepared,
+      undefined,
+      this.kept,
+    )
     return applyPlanned(this.tx, this.schema, planned)
   }
 
@@ -136,6 +156,8 @@ export class BatchRun {
   private async deletion(index: number): Promise<Outcome> {
     const evt = this.batch[index]!
     const deleted = await deleteAccount(this.tx, evt.did)
+    // The ranges after it in this transaction must not read the account's rows as kept.
+    this.kept?.forgetAccount(evt.did)
     const counters = new CounterBuffer()
     counters.add(deleted.counters)
     await counters.flush(this.tx)
@@ -148,6 +170,7 @@ export class BatchRun {
       ],
       pending: [() => eventsTotal.inc({ type: evt.type, outcome: 'applied' })],
       applied: evt.type === 'account' ? [{ kind: 'account', evt, deleted: true }] : [],
+      committed: [{ account: evt.did }],
     }
   }
 }
@@ -162,7 +185,7 @@ export interface Planned {
 /**
  * Plans events [from, to) of the batch (no account deletion among them), reading through `db`:
  * the batch's transaction, or, planned ahead of it, any connection, with `below` the state of
- * the batch to be applied before it.
+ * the batch to be applied before it; and through `kept`, the rows committed batches left.
  */
 export async function planRange(
   db: Db,
@@ -172,10 +195,11 @@ export async function planRange(
   to: number,
   prepared: Prepared,
   below?: BatchState,
+  kept?: CommittedRows,
 ): Promise<Planned> {
   const started = performance.now()
   const absent = absentBefore(batch, from, to, prepared.absent)
-  const state = new BatchState(db, schema, below, absent)
+  const state = new BatchState(db, schema, below, absent, kept)
   const plan = new Plan(state)
   const steps = stepsFor(batch, from, to, prepared)
   // What the steps are known to read is loaded first, in one round: they then run once.
@@ -198,6 +222,7 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   const { state, plan, notifications } = planned
   const writes = state.writes()
   const changes = changesOf(state)
+  const committed = state.committedRows()
   state.detach()
   let sent = await applyWrites(tx, writes, schema)
   const counters = new CounterBuffer()
@@ -209,13 +234,14 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   await setCommitsLastSeen(tx, seen)
   statements.inc({ purpose: 'write' }, sent)
   stageSeconds.inc({ stage: 'apply' }, (performance.now() - started) / 1000)
-  return { changes, pending: [...plan.later], applied: [...plan.applied] }
+  return { changes, pending: [...plan.later], applied: [...plan.applied], committed: [committed] }
 }
 
 function merge(out: Outcome, got: Outcome): void {
   out.changes.push(...got.changes)
   out.pending.push(...got.pending)
   out.applied.push(...got.applied)
+  out.committed.push(...got.committed)
 }
 
 async function writeNotifications(
