@@ -45,11 +45,26 @@ describe('absentCreates: creates a repo chained to the index cannot find', () =>
     const before = op('create', 'p2')
     const after = op('create', 'p3')
     const batch = [
-      commit(B, null, 'r1', [never]),
+      commit(B, 'q0', 'r1', [never]),
       commit(A, 'r1', 'r2', [before]),
       commit(A, 'rX', 'r3', [after]),
     ]
     expect(absent(batch, [[A, 'r1']])).toEqual([])
+  })
+
+  it("takes a repo's first commit (no since) where the index holds nothing of the repo", () => {
+    const first = op('create', 'p1')
+    const next = op('create', 'p2')
+    const batch = [commit(B, null, 'q1', [first]), commit(B, 'q1', 'q2', [next])]
+    expect(absent(batch, [])).toEqual([first, next])
+    // Indexed already: a first commit again is a reset, which breaks the chain. Twice in the
+    // batch: the second breaks it, and nothing of the repo is taken.
+    expect(absent([commit(A, null, 'r9', [op('create', 'p3')])], [[A, 'r1']])).toEqual([])
+    const twice = [
+      commit(B, null, 'q1', [op('create', 'p4')]),
+      commit(B, null, 'q2', [op('create', 'p5')]),
+    ]
+    expect(absent(twice, [])).toEqual([])
   })
 
   it('takes nothing of a repo whose last fetch failed, or that an account deletion touches', () => {

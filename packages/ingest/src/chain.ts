@@ -3,7 +3,8 @@
 // dropped some, a gap in a stream); a #sync event says the repo was reset to a rev. Either way,
 // when it disagrees with what is indexed, the repo should be fetched again whole: the writer
 // reports such repos once their batch commits, and the backfill refetches them (Backfill
-// .followResyncs). Repos never indexed have no chain to break.
+// .followResyncs). Repos never indexed have no chain to break; but a repo's first commit (no
+// since) starts from nothing, so on a repo the index never saw it follows the index exactly.
 import { counter } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
 
@@ -16,7 +17,8 @@ const outOfSync = counter(
 /**
  * The repos of the batch whose events break their chain, given the rev indexed for each (absent:
  * never indexed), each repo's rev as the batch leaves it (for the batch after it), and the
- * commits that follow a known rev exactly (`chained`: what they change starts from the index).
+ * commits that follow a known rev exactly (`chained`: what they change starts from the index),
+ * or, as a repo's first commit, a repo never indexed (not in `indexed`, not earlier in the batch).
  */
 export function brokenChains(
   batch: IngestEvent[],
@@ -29,7 +31,13 @@ export function brokenChains(
     if (evt.type !== 'commit' && evt.type !== 'sync') continue
     const last = revs.get(evt.did) ?? indexed.get(evt.did) ?? undefined
     revs.set(evt.did, evt.rev)
-    if (last === undefined || last === null) continue
+    if (last === undefined || last === null) {
+      if (evt.type === 'commit' && evt.since === null && !indexed.has(evt.did)) {
+        // Without an earlier event of the batch either (`last` would be its rev).
+        chained.add(evt)
+      }
+      continue
+    }
     if (evt.type === 'sync') {
       if (evt.rev === last) continue
       outOfSync.inc({ reason: 'sync' })

@@ -121,7 +121,10 @@ async function indexedRevs(
   batch: IngestEvent[],
   below?: Pick<Prepared, 'revs'>,
 ): Promise<{ revs: Map<string, string | null>; failed: Set<string> }> {
-  const chained = (e: IngestEvent) => e.type === 'sync' || (e.type === 'commit' && !!e.since)
+  // A repo's first commit (since null) is asked for too: it follows the index only where the
+  // index holds nothing of the repo (chain.ts).
+  const chained = (e: IngestEvent) =>
+    e.type === 'sync' || (e.type === 'commit' && e.since !== undefined)
   const dids = [...new Set(batch.filter(chained).map((e) => e.did))]
   const revs = new Map<string, string | null>()
   const failed = new Set<string>()
