@@ -18,6 +18,9 @@
 //   BENCH_STOCK_INFLIGHT  events the stock may have received and not yet handled (default 10000);
 //     it has no backpressure of its own (see pacing-relay.ts)
 //   BENCH_KEEP_SCHEMAS  keep both schemas for inspection (dropped by default)
+//   BENCH_PROGRESS_SECONDS  seconds between progress lines (default 10)
+//   BENCH_KEPT_ROWS  keys whose committed rows our writer keeps between batches (default the
+//     writer's; 0: none, every read asked of Postgres)
 //   OPENPLANE_TEST_PG_URL
 import { performance } from 'node:perf_hooks'
 import { Database, RepoSubscription } from '@atproto/bsky'
@@ -31,7 +34,7 @@ import { freePort, spawnReady } from '../harness/processes.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
 import { wellKnown } from '../harness/well-known.ts'
 import { benchCorpus } from './corpus.ts'
-import { cpuByName } from './proc.ts'
+import { cpuByName, processCpu } from './proc.ts'
 import { countStatements } from './statements.ts'
 import { startPacingRelay } from './pacing-relay.ts'
 import { postgresFloor } from './pg-floor.ts'
@@ -49,6 +52,8 @@ const VERIFY = process.env.BENCH_VERIFY === '1'
 /** 0: batches written on the writer's own thread, as before the transaction thread. */
 const TRANSACTION_THREAD = process.env.BENCH_TX_THREAD !== '0'
 const STOCK_INFLIGHT = Number(process.env.BENCH_STOCK_INFLIGHT ?? 10_000)
+const PROGRESS_SECONDS = Number(process.env.BENCH_PROGRESS_SECONDS ?? 10)
+const KEPT_ROWS = process.env.BENCH_KEPT_ROWS ? Number(process.env.BENCH_KEPT_ROWS) : undefined
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
 const OURS = VERIFY ? 'openplane (verifying)' : 'openplane'
 const log = (...a: unknown[]) => console.log(`[bench:ingest]`, ...a)
@@ -89,6 +94,8 @@ interface SideResult {
   /** Of nodeCpu, the decode threads' (the rest: the writer's thread and the runtime's). */
   decodeCpu: number
   pgCpu: number
+  /** The replay server's: the stream served and the identities answered, on the same cores. */
+  replayCpu: number
   statements: number
 }
 
@@ -100,6 +107,7 @@ async function measure(
   const cpu0 = process.cpuUsage()
   const decode0 = await decodeCpu()
   const pg0 = postgresCpu()
+  const replay0 = processCpu(replay.proc.pid!)
   const st0 = statements.count()
   const elu0 = performance.eventLoopUtilization()
   const t0 = performance.now()
@@ -115,12 +123,13 @@ async function measure(
     busy: performance.eventLoopUtilization(elu0).utilization,
     decodeCpu: (await decodeCpu()) - decode0,
     pgCpu: postgresCpu() - pg0,
+    replayCpu: processCpu(replay.proc.pid!) - replay0,
     statements: statements.count() - st0,
   }
 }
 
 /**
- * A progress line every 10 s. The stock's cursor is the oldest event still in flight (its repos
+ * A progress line every BENCH_PROGRESS_SECONDS (10 s). The stock's cursor is the oldest event still in flight (its repos
  * run in parallel), so progress is shown as `record` rows written, from Postgres' statistics.
  */
 function progressEvery(name: string, schema: string, elapsed: () => number) {
@@ -139,12 +148,12 @@ function progressEvery(name: string, schema: string, elapsed: () => number) {
       .then(({ rows }) => {
         const n = Number(rows[0]?.n ?? 0)
         log(
-          `  ${name}: ${n} records written (${((n - last) / 10).toFixed(0)}/s, ${elapsed().toFixed(0)} s)`,
+          `  ${name}: ${n} records written (${((n - last) / PROGRESS_SECONDS).toFixed(0)}/s, ${elapsed().toFixed(0)} s)`,
         )
         last = n
       })
       .catch(() => undefined)
-  }, 10_000)
+  }, PROGRESS_SECONDS * 1000)
   return { stop: () => (clearInterval(timer), void client.end().catch(() => undefined)) }
 }
 
@@ -208,6 +217,7 @@ try {
             verify: VERIFY,
             decodeWorkers: DECODE_WORKERS,
             noTransactionThread: !TRANSACTION_THREAD,
+            ...(KEPT_ROWS !== undefined && { keptRows: KEPT_ROWS }),
           },
         )
         const progress = progressEvery('openplane', schema, elapsed)
@@ -221,13 +231,13 @@ try {
   // 5. Report.
   console.log('')
   console.log(
-    '| indexer | events | seconds | events/s | node CPU s | postgres CPU s | statements/event |',
+    '| indexer | events | seconds | events/s | node CPU s | postgres CPU s | replay server CPU s | statements/event |',
   )
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
   for (const r of results) {
     console.log(
       `| ${r.name} | ${summary.frames} | ${r.seconds.toFixed(1)} | ${r.rate.toFixed(0)} | ` +
-        `${r.nodeCpu.toFixed(1)} | ${r.pgCpu.toFixed(1)} | ${(r.statements / summary.frames).toFixed(2)} |`,
+        `${r.nodeCpu.toFixed(1)} | ${r.pgCpu.toFixed(1)} | ${r.replayCpu.toFixed(1)} | ${(r.statements / summary.frames).toFixed(2)} |`,
     )
   }
   const ours = results.find((r) => r.name === OURS)
