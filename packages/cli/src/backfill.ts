@@ -133,7 +133,11 @@ async function run(
   }
   // Handles and account hosting are looked up on their own thread, off the writer's.
   const deps = lookupThread({ identity: identityOptions })
-  const writer = new Writer(db.db, deps, { scope: community, transactions: db.transactions })
+  const writer = new Writer(db.db, deps, {
+    scope: community,
+    transactions: db.transactions,
+    keptRows: config.keptPosts,
+  })
   const prefetch = new IdentityPrefetch(db.db, deps)
   // Live events a crashed server left held come before any CAR written here.
   await writer.recoverHeld()

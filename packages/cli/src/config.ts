@@ -59,6 +59,8 @@ export interface Config {
   decodeWorkers: number
   initialCursor?: number
   batchSize: number
+  /** Posts the writer keeps between batches, as committed (0: none; batch/committed-rows.ts). */
+  keptPosts: number
   batchWaitMs: number
   /** How often the indexer reads each source's live head, for lag in events (0: never). */
   headProbeMs: number
@@ -458,6 +460,7 @@ export function readConfig(env: Env = process.env): Config {
       ? int(env, 'DATAPLANE_FIREHOSE_CURSOR', 0, 0, Number.MAX_SAFE_INTEGER)
       : undefined,
     batchSize: int(env, 'DATAPLANE_BATCH_SIZE', 2000, 1, 100_000),
+    keptPosts: int(env, 'DATAPLANE_WRITER_KEPT_POSTS', 100_000, 0, 100_000_000),
     batchWaitMs: int(env, 'DATAPLANE_BATCH_WAIT_MS', 20, 0, 60_000),
     headProbeMs: int(env, 'DATAPLANE_HEAD_PROBE_SECONDS', 30, 0, 86_400) * 1000,
     backfill: {

@@ -56,6 +56,7 @@ export async function purgeCommand(config: Config, argv: string[]): Promise<numb
         const writer = new Writer(db.db, writerDeps(identity), {
           scope: community,
           transactions: db.transactions,
+          keptRows: config.keptPosts,
         })
         const backfill = new Backfill({
           ...BACKFILL_DEFAULTS,

@@ -96,6 +96,7 @@ export async function start(config: Config): Promise<Running> {
       hold: holdLimits(config),
       publish: config.publishWindowMs !== undefined,
       transactions: db.transactions,
+      keptRows: config.keptPosts,
     })
     if (config.publishWindowMs !== undefined) {
       stopTrim = keepPublishedWindow(db.db, { windowMs: config.publishWindowMs, everyMs: 60_000 })

@@ -20,7 +20,7 @@ import type { Row } from './state.ts'
 /** Tables the writer alone writes and reads again by primary key while planning. */
 export const KEPT_TABLES: ReadonlySet<string> = new Set(['post'])
 
-/** The rows of this many keys at most (default): about 60 MB of posts. */
+/** Keys kept at most (default of DATAPLANE_WRITER_KEPT_POSTS): about 90 MB of posts. */
 export const KEPT_ROWS = 100_000
 
 const SEP = '\u0001'
