@@ -15,7 +15,8 @@
 // follow is read again only to be deleted. Keeping every row a batch writes (`record`, `like`,
 // `feed_item`: three or four a record) cost the writer's thread more in keeping them, most of it
 // the collector's, than Postgres was spared (measured, docs/benchmarks-history.md).
-import type { Row } from './state.ts'
+/** A row as batch/state.ts holds it, by column. */
+type Row = Record<string, unknown>
 
 /** Tables the writer alone writes and reads again by primary key while planning. */
 export const KEPT_TABLES: ReadonlySet<string> = new Set(['post'])
