@@ -71,11 +71,6 @@ export class CommittedRows {
     }
   }
 
-  /** Forgets everything: after a commit whose rows are not known. */
-  clear(): void {
-    this.rows.clear()
-  }
-
   private set(table: string, key: string, row: Row | null): void {
     if (!this.keeps(table)) return
     const id = table + SEP + key
