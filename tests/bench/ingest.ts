@@ -52,7 +52,7 @@ const VERIFY = process.env.BENCH_VERIFY === '1'
 /** 0: batches written on the writer's own thread, as before the transaction thread. */
 const TRANSACTION_THREAD = process.env.BENCH_TX_THREAD !== '0'
 const STOCK_INFLIGHT = Number(process.env.BENCH_STOCK_INFLIGHT ?? 10_000)
-const PROGRESS_SECONDS = Number(process.env.BENCH_PROGRESS_SECONDS ?? 10)
+const PROGRESS_SECONDS = Math.max(1, Number(process.env.BENCH_PROGRESS_SECONDS) || 10)
 const KEPT_ROWS = process.env.BENCH_KEPT_ROWS ? Number(process.env.BENCH_KEPT_ROWS) : undefined
 const SIDES = new Set((process.env.BENCH_SIDES ?? 'stock,openplane').split(','))
 const OURS = VERIFY ? 'openplane (verifying)' : 'openplane'
@@ -129,8 +129,9 @@ async function measure(
 }
 
 /**
- * A progress line every BENCH_PROGRESS_SECONDS (10 s). The stock's cursor is the oldest event still in flight (its repos
- * run in parallel), so progress is shown as `record` rows written, from Postgres' statistics.
+ * A progress line every BENCH_PROGRESS_SECONDS (10 s). The stock's cursor is the oldest event
+ * still in flight (its repos run in parallel), so progress is shown as `record` rows written,
+ * from Postgres' statistics.
  */
 function progressEvery(name: string, schema: string, elapsed: () => number) {
   const client = new pg.Client({ connectionString: PG_URL })
