@@ -16,7 +16,7 @@ import {
 } from '@openplane/db'
 import { childLogger } from '@openplane/telemetry'
 import type { CommittedRows } from './batch/committed-rows.ts'
-import { applyPlanned, BatchRun, type Outcome, type Planned } from './batch/run.ts'
+import { applyPlanned, BatchRun, mergeOutcome, type Outcome, type Planned } from './batch/run.ts'
 import type { SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
 import type { IngestEvent } from './events.ts'
@@ -124,11 +124,7 @@ export class Attempts {
    */
   private async write(tx: Kysely<DatabaseSchema>, a: AttemptOf, outcome: Outcome): Promise<string> {
     if (a.planned && !a.isolate) {
-      const got = await applyPlanned(tx, a.schema, a.planned)
-      outcome.changes.push(...got.changes)
-      outcome.pending.push(...got.pending)
-      outcome.applied.push(...got.applied)
-      outcome.committed.push(...got.committed)
+      mergeOutcome(outcome, await applyPlanned(tx, a.schema, a.planned))
     } else {
       const run = new BatchRun(tx, a.schema, a.batch, a.prepared, this.kept)
       await run.all(a.isolate ?? false, outcome)

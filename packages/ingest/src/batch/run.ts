@@ -111,13 +111,13 @@ export class BatchRun {
     apply: () => Promise<Outcome>,
   ): Promise<void> {
     if (from >= to) return
-    if (!isolate) return merge(out, await apply())
+    if (!isolate) return mergeOutcome(out, await apply())
     const name = sql.raw(`range_${++this.savepoints}`)
     await sql`savepoint ${name}`.execute(this.tx)
     try {
       const got = await apply()
       await sql`release savepoint ${name}`.execute(this.tx)
-      merge(out, got)
+      mergeOutcome(out, got)
     } catch (err) {
       await sql`rollback to savepoint ${name}`.execute(this.tx)
       if (to - from === 1) {
@@ -237,7 +237,8 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   return { changes, pending: [...plan.later], applied: [...plan.applied], committed: [committed] }
 }
 
-function merge(out: Outcome, got: Outcome): void {
+/** Adds what `got` hands on to `out`, after what `out` holds. */
+export function mergeOutcome(out: Outcome, got: Outcome): void {
   out.changes.push(...got.changes)
   out.pending.push(...got.pending)
   out.applied.push(...got.applied)
