@@ -259,16 +259,12 @@ export class BatchState {
 
   /** The row at this key now (null: none), or undefined when it is not known yet. */
   private rowAt(table: string, key: string): Row | null | undefined {
-    const changed = this.overlay.get(table)
-    if (changed !== undefined) {
-      const row = changed.get(key)
-      if (row !== undefined || changed.has(key)) return row ?? null
-    }
-    const under = this.below?.overlay.get(table)
-    if (under !== undefined) {
-      const row = under.get(key)
-      if (row !== undefined || under.has(key)) return row ?? null
-    }
+    // An overlay holds a row or null (deleted), never undefined (setOverlay removes the key):
+    // `get` alone tells a key it holds from one it does not.
+    const row = this.overlay.get(table)?.get(key)
+    if (row !== undefined) return row
+    const under = this.below?.overlay.get(table)?.get(key)
+    if (under !== undefined) return under
     return this.base.get(table)?.get(key)
   }
 
@@ -308,6 +304,19 @@ export class BatchState {
    */
   put(table: string, values: Row): Row {
     const t = this.table(table)
+    const pk = t.primary
+    const key = pk.length === 1 ? String(values[pk[0]!]) : keyOf(pk.map((c) => values[c]))
+    // The row before the batch must be known, to tell an insert from a replacement.
+    if (this.rowAt(table, key) === undefined && this.fromCommitted(table, key) === undefined) {
+      const pkValues = pk.map((c) => values[c] as Value)
+      if (!this.knownAbsent(table, pk, pkValues, key))
+        this.miss({ table, columns: [...pk] }, pkValues)
+    }
+    return this.write(table, t, values)
+  }
+
+  /** put's write, once the key's row before the batch is known (or missed). */
+  private write(table: string, t: TableInfo, values: Row): Row {
     const row = { ...values }
     for (const column in row) {
       const v = row[column]
@@ -323,12 +332,6 @@ export class BatchState {
     }
     const pk = t.primary
     const key = pk.length === 1 ? String(row[pk[0]!]) : keyOf(pk.map((c) => row[c]))
-    // The row before the batch must be known, to tell an insert from a replacement.
-    if (this.rowAt(table, key) === undefined && this.fromCommitted(table, key) === undefined) {
-      const pkValues = pk.map((c) => row[c] as Value)
-      if (!this.knownAbsent(table, pk, pkValues, key))
-        this.miss({ table, columns: [...pk] }, pkValues)
-    }
     this.setOverlay(table, key, row, true)
     return row
   }
@@ -339,14 +342,20 @@ export class BatchState {
    */
   insertIfFree(table: string, values: Row): Row | null {
     const t = this.table(table)
-    if (this.has(table, pick(values, t.primary))) return null
+    const pk = t.primary
+    const taken =
+      pk.length === 1
+        ? this.byOneKey(table, pk, (values[pk[0]!] ?? null) as Value, false)
+        : this.rows(table, pick(values, pk))
+    if (taken.length) return null
     for (const unique of t.unique) {
-      const where = pick(values, unique)
       // A null never conflicts.
-      if (Object.values(where).some((v) => v === null)) continue
-      if (this.first(table, where)) return null
+      if (unique.some((c) => values[c] == null)) continue
+      if (this.first(table, pick(values, unique))) return null
     }
-    return this.put(table, values)
+    // The key was just read: known now (the put needs no check of its own), or missed, which
+    // undoes the step anyway.
+    return this.write(table, t, values)
   }
 
   /** Reads what insertIfFree would read to insert `values`, writing nothing (a hint). */
