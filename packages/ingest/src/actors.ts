@@ -20,6 +20,26 @@ export function needsHandleReindex(
   return diff > DAY || (actor.handle === null && diff > HOUR)
 }
 
+/**
+ * The handle and check time of each of `dids` that has an actor row. Probed did by did through
+ * the primary key (a lateral subquery the planner cannot flatten): as `did = any($1)`, Postgres
+ * took a batch's 1,800 DIDs against 90,000 actors for a sequential scan, 32 ms a batch, growing
+ * with the table, where the probes take a few.
+ */
+export async function readActors(
+  db: Db,
+  dids: readonly string[],
+): Promise<{ did: string; handle: string | null; indexedAt: string }[]> {
+  if (!dids.length) return []
+  const { rows } = await sql<{ did: string; handle: string | null; indexedAt: string }>`
+    select a.did, a.handle, a."indexedAt" from unnest(${textArray(dids)}::text[]) u(v)
+    cross join lateral (
+      select did, handle, "indexedAt" from actor where did = u.v offset 0
+    ) a
+  `.execute(db)
+  return rows
+}
+
 // The stock's unindexActor: every table of the account's own records; `quote` and `feed_item`
 // rows stay, as they do in the stock. (batch/absent.ts relies on these going with the account.)
 export const BY_CREATOR = [

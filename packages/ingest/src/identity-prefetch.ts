@@ -5,9 +5,9 @@
 // writer's own lookup finds the identity caches warm. Nothing here writes: the writer still
 // decides, in order, what each event does to an actor.
 import type { Kysely } from 'kysely'
-import { anyOf, type DatabaseSchema } from '@openplane/db'
+import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter, throttle } from '@openplane/telemetry'
-import { needsHandleReindex } from './actors.ts'
+import { needsHandleReindex, readActors } from './actors.ts'
 import type { WriterDeps } from './deps.ts'
 
 /** Shared by every prefetcher of the process: they fail together. */
@@ -77,11 +77,7 @@ export class IdentityPrefetch {
     this.incoming = new Map()
     this.querying = true
     try {
-      const rows = await this.db
-        .selectFrom('actor')
-        .select(['did', 'handle', 'indexedAt'])
-        .where('did', '=', anyOf([...batch.keys()]))
-        .execute()
+      const rows = await readActors(this.db, [...batch.keys()])
       const actors = new Map(rows.map((r) => [r.did, r]))
       for (const [did, time] of batch) {
         this.remembered(did)

@@ -3,9 +3,9 @@
 // deletions are real (the PDS no longer hosts the repo), and which repos the batch shows out of
 // sync (chain.ts). `below`: the actors and revs as the batch written before this one leaves them,
 // if it may not be committed yet (a batch planned ahead).
-import type { Kysely } from 'kysely'
-import { anyOf, type DatabaseSchema } from '@openplane/db'
-import { needsHandleReindex } from './actors.ts'
+import { sql, type Kysely } from 'kysely'
+import { textArray, type DatabaseSchema } from '@openplane/db'
+import { needsHandleReindex, readActors } from './actors.ts'
 import type { Prepared } from './batch/steps.ts'
 import { absentCreates } from './absent-creates.ts'
 import { brokenChains } from './chain.ts'
@@ -30,16 +30,7 @@ export async function prepareBatch(
   const seen = new Set<string>()
   for (const e of batch) if (relevant(e)) seen.add(e.did)
   const dids = [...seen]
-  const actors = new Map(
-    (dids.length === 0
-      ? []
-      : await db
-          .selectFrom('actor')
-          .select(['did', 'handle', 'indexedAt'])
-          .where('did', '=', anyOf(dids))
-          .execute()
-    ).map((a): [string, ActorState] => [a.did, a]),
-  )
+  const actors = new Map((await readActors(db, dids)).map((a): [string, ActorState] => [a.did, a]))
   for (const did of dids) {
     const after = below?.actors.get(did)
     if (after === null) actors.delete(did)
@@ -129,12 +120,13 @@ async function indexedRevs(
   const revs = new Map<string, string | null>()
   const failed = new Set<string>()
   if (!dids.length) return { revs, failed }
-  const rows = await db
-    .selectFrom('actor_sync')
-    .leftJoin('openplane_repo', 'openplane_repo.did', 'actor_sync.did')
-    .select(['actor_sync.did', 'actor_sync.repoRev', 'openplane_repo.state'])
-    .where('actor_sync.did', '=', anyOf(dids))
-    .execute()
+  // Probed repo by repo, as readActors does: as a join on `did = any($1)`, Postgres scanned
+  // both tables whole for each batch (20 ms a batch at 90,000 repos).
+  const { rows } = await sql<{ did: string; repoRev: string | null; state: string | null }>`
+    select s.did, s."repoRev", r.state from unnest(${textArray(dids)}::text[]) u(v)
+    cross join lateral (select did, "repoRev" from actor_sync where did = u.v offset 0) s
+    left join lateral (select state from openplane_repo where did = u.v offset 0) r on true
+  `.execute(db)
   for (const r of rows) {
     revs.set(r.did, r.repoRev)
     if (r.state === 'failed') failed.add(r.did)
