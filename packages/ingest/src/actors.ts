@@ -23,8 +23,9 @@ export function needsHandleReindex(
 /**
  * The handle and check time of each of `dids` that has an actor row. Probed did by did through
  * the primary key (a lateral subquery the planner cannot flatten): as `did = any($1)`, Postgres
- * took a batch's 1,800 DIDs against 90,000 actors for a sequential scan, 32 ms a batch, growing
- * with the table, where the probes take a few.
+ * took a batch's 1,800 DIDs against 90,000 actors for a sequential scan, 32 ms a batch and
+ * growing with the table. Probes cost what the DIDs do: a little more than a scan of a small
+ * table, far less than one of a large.
  */
 export async function readActors(
   db: Db,
@@ -168,8 +169,7 @@ export async function setCommitsLastSeen(
   }
   // Three array parameters whatever the count (each DID once: `seen` is keyed by it). As a
   // VALUES list, a batch's thousands of repos made a statement of thousands of parameters to
-  // build, send and plan, each batch's text new: 4.5 µs of Postgres an event measured, most of
-  // it parsing and planning.
+  // build, send and plan, its text new each batch: 4.5 µs of Postgres an event, 3.4 as arrays.
   await sql`
     insert into actor_sync (did, "commitCid", "repoRev")
     select * from unnest(${textArray(dids)}::text[], ${textArray(commits)}::text[],

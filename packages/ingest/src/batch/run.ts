@@ -4,7 +4,7 @@
 // savepoint and a range the database refuses is halved until the events at fault stand alone, to
 // be skipped.
 import { sql, type Kysely } from 'kysely'
-import { copyRows, type DatabaseSchema } from '@openplane/db'
+import { copyRows, textArray, type DatabaseSchema } from '@openplane/db'
 import { pluginFor, type NotificationRow } from '@openplane/plugins'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
@@ -256,13 +256,13 @@ async function writeNotifications(
     // flatten), deleted by ctid. As `"recordUri" = any($1)`, a table without statistics yet (a
     // new fork's, growing faster than autovacuum analyzes it) is planned as a sequential scan of
     // every notification per batch: measured 10 ms a batch at 80,000 notifications, growing with
-    // the table, where the probes take 2 ms. Without statistics, Postgres also counts on
+    // the table, where the probes take 1 ms. Without statistics, Postgres also counts on
     // hundreds of rows a probe and compiles the statement (JIT: 3.5 ms a batch measured, more
     // than the delete), so JIT is off for the rest of this transaction: none of the writer's
     // statements gains from it.
     await sql`set local jit = off`.execute(tx)
     await sql`delete from notification where ctid = any(array(
-        select n.ctid from unnest(${drop}::text[]) u(v)
+        select n.ctid from unnest(${textArray(drop)}::text[]) u(v)
         cross join lateral (select ctid from notification where "recordUri" = u.v offset 0) n))`.execute(
       tx,
     )
