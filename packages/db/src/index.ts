@@ -18,7 +18,7 @@ export {
 export { canCopy, copyRows, copyText } from './copy.ts'
 export { recordingDb, type Recorder, type Statement } from './recorded.ts'
 export { TransactionFailed, TransactionThread } from './transaction-thread.ts'
-export { anyOf, textArray } from './text-array.ts'
+export { anyOf, eachValue, textArray } from './text-array.ts'
 export { PLAN_PER_CALL } from './prepared.ts'
 export { readStreamCursor, saveStreamCursor } from './stream-cursor.ts'
 export type * from './schema.ts'

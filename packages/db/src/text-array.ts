@@ -2,7 +2,7 @@
 // quotes and escapes every element through two regex replacements and a concatenation each,
 // which was the largest allocation of a batch's reads (keys by the thousand, read every batch).
 // Here an element is escaped only if it holds a quote or a backslash, and the literal is one join.
-// anyOf binds a list as one such parameter.
+// anyOf binds a list as one such parameter; eachValue probes a table once per value of one.
 import { sql, type RawBuilder } from 'kysely'
 
 const NEEDS_ESCAPE = /["\\]/
@@ -34,4 +34,20 @@ export function textArray(values: readonly (string | null)[]): string {
  */
 export function anyOf(values: readonly string[]): RawBuilder<string> {
   return sql<string>`any(${textArray(values)}::text[])`
+}
+
+/**
+ * `unnest($n::text[]) u(v) cross join lateral (probe offset 0) alias`, for a FROM clause: `probe`
+ * (a select whose condition names `u.v`) runs once per value, through the index that condition
+ * names. The `offset 0` keeps Postgres from flattening it into a join, which it may plan as a
+ * sequential scan of the whole table where its statistics mislead it (a table new or growing
+ * faster than autovacuum analyzes it, or of middling size): a cost that grows with the table,
+ * where the probes cost what the values do.
+ */
+export function eachValue(
+  values: readonly string[],
+  probe: RawBuilder<unknown>,
+  alias: string,
+): RawBuilder<unknown> {
+  return sql`unnest(${textArray(values)}::text[]) u(v) cross join lateral (${probe} offset 0) ${sql.id(alias)}`
 }

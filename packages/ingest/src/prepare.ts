@@ -4,7 +4,7 @@
 // sync (chain.ts). `below`: the actors and revs as the batch written before this one leaves them,
 // if it may not be committed yet (a batch planned ahead).
 import { sql, type Kysely } from 'kysely'
-import { textArray, type DatabaseSchema } from '@openplane/db'
+import { eachValue, type DatabaseSchema } from '@openplane/db'
 import { needsHandleReindex, readActors } from './actors.ts'
 import type { Prepared } from './batch/steps.ts'
 import { absentCreates } from './absent-creates.ts'
@@ -120,11 +120,11 @@ async function indexedRevs(
   const revs = new Map<string, string | null>()
   const failed = new Set<string>()
   if (!dids.length) return { revs, failed }
-  // Probed repo by repo, as readActors does: as a join on `did = any($1)`, Postgres scanned
-  // both tables whole for each batch (20 ms a batch at 90,000 repos).
+  // Probed repo by repo (eachValue): as a join on `did = any($1)`, Postgres scanned both
+  // tables whole for each batch (20 ms a batch at 90,000 repos).
+  const probe = sql`select did, "repoRev" from actor_sync where did = u.v`
   const { rows } = await sql<{ did: string; repoRev: string | null; state: string | null }>`
-    select s.did, s."repoRev", r.state from unnest(${textArray(dids)}::text[]) u(v)
-    cross join lateral (select did, "repoRev" from actor_sync where did = u.v offset 0) s
+    select s.did, s."repoRev", r.state from ${eachValue(dids, probe, 's')}
     left join lateral (select state from openplane_repo where did = u.v offset 0) r on true
   `.execute(db)
   for (const r of rows) {

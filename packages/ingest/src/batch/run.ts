@@ -4,7 +4,7 @@
 // savepoint and a range the database refuses is halved until the events at fault stand alone, to
 // be skipped.
 import { sql, type Kysely } from 'kysely'
-import { copyRows, textArray, type DatabaseSchema } from '@openplane/db'
+import { copyRows, eachValue, type DatabaseSchema } from '@openplane/db'
 import { pluginFor, type NotificationRow } from '@openplane/plugins'
 import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
@@ -252,20 +252,17 @@ async function writeNotifications(
 ): Promise<number> {
   let sent = 0
   if (drop.length) {
-    // Found uri by uri through notification_record_idx (a lateral subquery the planner cannot
-    // flatten), deleted by ctid. As `"recordUri" = any($1)`, a table without statistics yet (a
-    // new fork's, growing faster than autovacuum analyzes it) is planned as a sequential scan of
-    // every notification per batch: measured 10 ms a batch at 80,000 notifications, growing with
+    // Found uri by uri through notification_record_idx (eachValue), deleted by ctid. As
+    // `"recordUri" = any($1)`, a table without statistics yet (a new fork's) was a sequential
+    // scan of every notification per batch: 10 ms a batch at 80,000 notifications, growing with
     // the table, where the probes take 1 ms. Without statistics, Postgres also counts on
     // hundreds of rows a probe and compiles the statement (JIT: 3.5 ms a batch measured, more
     // than the delete), so JIT is off for the rest of this transaction: none of the writer's
     // statements gains from it.
+    const probe = sql`select ctid from notification where "recordUri" = u.v`
     await sql`set local jit = off`.execute(tx)
-    await sql`delete from notification where ctid = any(array(
-        select n.ctid from unnest(${textArray(drop)}::text[]) u(v)
-        cross join lateral (select ctid from notification where "recordUri" = u.v offset 0) n))`.execute(
-      tx,
-    )
+    await sql`delete from notification
+      where ctid = any(array(select n.ctid from ${eachValue(drop, probe, 'n')}))`.execute(tx)
     sent += 2
   }
   if (copy && add.length) {

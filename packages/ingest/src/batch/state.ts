@@ -54,6 +54,10 @@ const keyOf = (values: readonly unknown[]): string => {
   return key
 }
 
+/** A row's primary key (`pk` its columns), without an array for a one-column key. */
+const primaryKeyOf = (pk: readonly string[], row: Row): string =>
+  pk.length === 1 ? String(row[pk[0]!]) : keyOf(pk.map((c) => row[c]))
+
 /** The overlay's rows by the values of one lookup shape's columns. */
 interface ShapeIndex {
   columns: string[]
@@ -305,18 +309,21 @@ export class BatchState {
   put(table: string, values: Row): Row {
     const t = this.table(table)
     const pk = t.primary
-    const key = pk.length === 1 ? String(values[pk[0]!]) : keyOf(pk.map((c) => values[c]))
+    const key = primaryKeyOf(pk, values)
     // The row before the batch must be known, to tell an insert from a replacement.
     if (this.rowAt(table, key) === undefined && this.fromCommitted(table, key) === undefined) {
       const pkValues = pk.map((c) => values[c] as Value)
       if (!this.knownAbsent(table, pk, pkValues, key))
         this.miss({ table, columns: [...pk] }, pkValues)
     }
-    return this.write(table, t, values)
+    return this.write(table, t, values, key)
   }
 
-  /** put's write, once the key's row before the batch is known (or missed). */
-  private write(table: string, t: TableInfo, values: Row): Row {
+  /**
+   * put's write at primary key `key` (of `values`: the generated columns are never key
+   * columns), once the key's row before the batch is known (or missed).
+   */
+  private write(table: string, t: TableInfo, values: Row, key: string): Row {
     const row = { ...values }
     for (const column in row) {
       const v = row[column]
@@ -330,8 +337,6 @@ export class BatchState {
       const y = String(row[b])
       row[column] = x < y ? x : y
     }
-    const pk = t.primary
-    const key = pk.length === 1 ? String(row[pk[0]!]) : keyOf(pk.map((c) => row[c]))
     this.setOverlay(table, key, row, true)
     return row
   }
@@ -355,7 +360,8 @@ export class BatchState {
     }
     // The key was just read: known now (the put needs no check of its own), or missed, which
     // undoes the step anyway.
-    return this.write(table, t, values)
+    const key = primaryKeyOf(pk, values)
+    return this.write(table, t, values, key)
   }
 
   /** Reads what insertIfFree would read to insert `values`, writing nothing (a hint). */
@@ -660,7 +666,7 @@ export class BatchState {
   }
 
   private keyOfRow(table: string, row: Row): string {
-    return keyOf(this.table(table).primary.map((c) => row[c]))
+    return primaryKeyOf(this.table(table).primary, row)
   }
 
   private knownTable(table: string): Map<string, Row | null> {
