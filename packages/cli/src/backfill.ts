@@ -137,6 +137,7 @@ async function run(
     scope: community,
     transactions: db.transactions,
     keptRows: config.keptPosts,
+    keptRepos: config.keptRepos,
   })
   const prefetch = new IdentityPrefetch(db.db, deps)
   // Live events a crashed server left held come before any CAR written here.

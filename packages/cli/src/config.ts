@@ -61,6 +61,8 @@ export interface Config {
   batchSize: number
   /** Posts the writer keeps between batches, as committed (0: none; batch/committed-rows.ts). */
   keptPosts: number
+  /** Repos whose actor and rev the writer keeps, as committed (0: none; committed-repos.ts). */
+  keptRepos: number
   batchWaitMs: number
   /** How often the indexer reads each source's live head, for lag in events (0: never). */
   headProbeMs: number
@@ -461,6 +463,7 @@ export function readConfig(env: Env = process.env): Config {
       : undefined,
     batchSize: int(env, 'DATAPLANE_BATCH_SIZE', 2000, 1, 100_000),
     keptPosts: int(env, 'DATAPLANE_WRITER_KEPT_POSTS', 100_000, 0, 100_000_000),
+    keptRepos: int(env, 'DATAPLANE_WRITER_KEPT_REPOS', 100_000, 0, 100_000_000),
     batchWaitMs: int(env, 'DATAPLANE_BATCH_WAIT_MS', 20, 0, 60_000),
     headProbeMs: int(env, 'DATAPLANE_HEAD_PROBE_SECONDS', 30, 0, 86_400) * 1000,
     backfill: {

@@ -57,6 +57,7 @@ export async function purgeCommand(config: Config, argv: string[]): Promise<numb
           scope: community,
           transactions: db.transactions,
           keptRows: config.keptPosts,
+          keptRepos: config.keptRepos,
         })
         const backfill = new Backfill({
           ...BACKFILL_DEFAULTS,

@@ -97,6 +97,7 @@ export async function start(config: Config): Promise<Running> {
       publish: config.publishWindowMs !== undefined,
       transactions: db.transactions,
       keptRows: config.keptPosts,
+      keptRepos: config.keptRepos,
     })
     if (config.publishWindowMs !== undefined) {
       stopTrim = keepPublishedWindow(db.db, { windowMs: config.publishWindowMs, everyMs: 60_000 })

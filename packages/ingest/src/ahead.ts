@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely'
 import type { DatabaseSchema } from '@openplane/db'
 import { childLogger, counter } from '@openplane/telemetry'
 import type { CommittedRows } from './batch/committed-rows.ts'
+import type { CommittedRepos } from './committed-repos.ts'
 import { planRange, type Planned } from './batch/run.ts'
 import type { SchemaInfo } from './batch/schema.ts'
 import type { Prepared } from './batch/steps.ts'
@@ -51,14 +52,14 @@ export async function earlyWork(
   deps: WriterDeps,
   schema: SchemaInfo,
   batch: IngestEvent[],
-  kept: CommittedRows | undefined,
+  kept: { rows?: CommittedRows; repos?: CommittedRepos },
   below?: Early,
 ): Promise<Early> {
-  const prepared = await prepareBatch(db, deps, batch, below?.prepared)
+  const prepared = await prepareBatch(db, deps, batch, below?.prepared, kept.repos)
   const state = below?.planned?.state
   const planned = prepared.deletions.size
     ? undefined
-    : await planRange(db, schema, batch, 0, batch.length, prepared, state, kept)
+    : await planRange(db, schema, batch, 0, batch.length, prepared, state, kept.rows)
   return { prepared, planned }
 }
 
@@ -66,10 +67,14 @@ export async function earlyWork(
 export class PlanAhead {
   private readonly db: Kysely<DatabaseSchema>
   private readonly deps: WriterDeps
-  private readonly kept: CommittedRows | undefined
+  private readonly kept: { rows?: CommittedRows; repos?: CommittedRepos }
   private readonly ahead = new Map<string, Ahead>()
 
-  constructor(db: Kysely<DatabaseSchema>, deps: WriterDeps, kept?: CommittedRows) {
+  constructor(
+    db: Kysely<DatabaseSchema>,
+    deps: WriterDeps,
+    kept: { rows?: CommittedRows; repos?: CommittedRepos } = {},
+  ) {
     this.db = db
     this.deps = deps
     this.kept = kept

@@ -9,6 +9,7 @@ import { needsHandleReindex, readActors } from './actors.ts'
 import type { Prepared } from './batch/steps.ts'
 import { absentCreates } from './absent-creates.ts'
 import { brokenChains } from './chain.ts'
+import type { ActorState, CommittedRepos } from './committed-repos.ts'
 import type { IngestEvent } from './events.ts'
 import type { WriterDeps } from './deps.ts'
 
@@ -24,13 +25,14 @@ export async function prepareBatch(
   deps: WriterDeps,
   batch: IngestEvent[],
   below?: Pick<Prepared, 'actors' | 'claimed' | 'revs'>,
+  repos?: CommittedRepos,
 ): Promise<Prepared> {
   const relevant = (e: IngestEvent) =>
     e.type !== 'skip' && !(e.type === 'commit' && e.ops.length === 0)
   const seen = new Set<string>()
   for (const e of batch) if (relevant(e)) seen.add(e.did)
   const dids = [...seen]
-  const actors = new Map((await readActors(db, dids)).map((a): [string, ActorState] => [a.did, a]))
+  const actors = await actorsOf(db, dids, repos)
   for (const did of dids) {
     const after = below?.actors.get(did)
     if (after === null) actors.delete(did)
@@ -96,11 +98,38 @@ export async function prepareBatch(
   }
   const claimed = new Map<string, string>()
   for (const { did, handle } of handles.values()) if (handle !== null) claimed.set(handle, did)
-  const indexed = await indexedRevs(db, batch, below)
+  const indexed = await indexedRevs(db, batch, below, repos)
   const { repos: outOfSync, revs, chained } = brokenChains(batch, indexed.revs)
   const untrusted = new Set([...outOfSync, ...indexed.failed])
   const absent = absentCreates(batch, chained, untrusted)
   return { handles, deletions, actors: plan.snapshot(), claimed, revs, outOfSync, absent }
+}
+
+/**
+ * The actor rows (handle, check time) of `dids` that have one: kept ones from `repos`, the rest
+ * read (and kept).
+ */
+async function actorsOf(
+  db: Db,
+  dids: string[],
+  repos: CommittedRepos | undefined,
+): Promise<Map<string, ActorState>> {
+  const actors = new Map<string, ActorState>()
+  const unknown: string[] = []
+  for (const did of dids) {
+    const kept = repos?.actor(did)
+    if (kept === undefined) unknown.push(did)
+    else if (kept !== null) actors.set(did, kept)
+  }
+  if (!unknown.length) return actors
+  const version = repos?.version ?? 0
+  const read = new Map<string, ActorState>()
+  for (const a of await readActors(db, unknown)) {
+    read.set(a.did, { handle: a.handle, indexedAt: a.indexedAt })
+  }
+  repos?.learn(version, { actors: { dids: unknown, rows: read } })
+  for (const [did, a] of read) actors.set(did, a)
+  return actors
 }
 
 /**
@@ -111,6 +140,7 @@ async function indexedRevs(
   db: Db,
   batch: IngestEvent[],
   below?: Pick<Prepared, 'revs'>,
+  repos?: CommittedRepos,
 ): Promise<{ revs: Map<string, string | null>; failed: Set<string> }> {
   // A repo's first commit (since null) is asked for too: it follows the index only where the
   // index holds nothing of the repo (chain.ts).
@@ -120,17 +150,30 @@ async function indexedRevs(
   const revs = new Map<string, string | null>()
   const failed = new Set<string>()
   if (!dids.length) return { revs, failed }
-  // Probed repo by repo (eachValue): as a join on `did = any($1)`, Postgres scanned both
-  // tables whole for each batch (20 ms a batch at 90,000 repos).
-  const probe = sql`select did, "repoRev" from actor_sync where did = u.v`
-  const { rows } = await sql<{ did: string; repoRev: string | null; state: string | null }>`
-    select s.did, s."repoRev", r.state from ${eachValue(dids, probe, 's')}
-    left join lateral (select state from openplane_repo where did = u.v offset 0) r on true
-  `.execute(db)
-  for (const r of rows) {
-    revs.set(r.did, r.repoRev)
-    if (r.state === 'failed') failed.add(r.did)
+  const unknown: string[] = []
+  for (const did of dids) {
+    const kept = repos?.sync(did)
+    if (kept === undefined) unknown.push(did)
+    else if (kept !== null) revs.set(did, kept.rev)
   }
+  // Probed repo by repo (eachValue): as a join on `did = any($1)`, Postgres scanned both
+  // tables whole for each batch (20 ms a batch at 90,000 repos). Whether a fetch failed is
+  // the backfill's to say (it marks repos outside the writer): asked of every repo.
+  const version = repos?.version ?? 0
+  const revProbe = sql`select did, "repoRev" from actor_sync where did = u.v`
+  const failedProbe = sql`select did from openplane_repo where did = u.v and state = 'failed'`
+  const { rows } = await sql<{ failed: boolean; did: string; repoRev: string | null }>`
+    select false as failed, s.did, s."repoRev" from ${eachValue(unknown, revProbe, 's')}
+    union all
+    select true, r.did, null from ${eachValue(dids, failedProbe, 'r')}
+  `.execute(db)
+  const read = new Map<string, string | null>()
+  for (const r of rows) {
+    if (r.failed) failed.add(r.did)
+    else read.set(r.did, r.repoRev)
+  }
+  repos?.learn(version, { syncs: { dids: unknown, rows: read } })
+  for (const [did, rev] of read) revs.set(did, rev)
   for (const did of dids) {
     const after = below?.revs.get(did)
     if (after !== undefined) revs.set(did, after)
@@ -180,5 +223,3 @@ class ActorPlan {
     if (handle && this.holder.get(handle) === did) this.holder.delete(handle)
   }
 }
-
-type ActorState = { handle: string | null; indexedAt: string }

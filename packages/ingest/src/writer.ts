@@ -23,6 +23,7 @@ import { childLogger, histogram } from '@openplane/telemetry'
 import { earlyWork, PlanAhead } from './ahead.ts'
 import { Attempts } from './attempt.ts'
 import { CommittedRows, KEPT_ROWS } from './batch/committed-rows.ts'
+import { CommittedRepos, KEPT_REPOS } from './committed-repos.ts'
 import type { Outcome } from './batch/run.ts'
 import { loadSchemaInfo, type SchemaInfo } from './batch/schema.ts'
 import type { Change } from './changes.ts'
@@ -100,6 +101,8 @@ export class Writer {
   private filler = 0
   /** Rows committed batches left, read through while planning (batch/committed-rows.ts). */
   private readonly kept: CommittedRows
+  /** Actors and revs committed batches left, read through while preparing (committed-repos.ts). */
+  private readonly repos: CommittedRepos
 
   constructor(
     db: Db,
@@ -112,14 +115,17 @@ export class Writer {
       transactions?: TransactionThread | undefined
       /** Keys whose committed rows are kept between batches (0: none; batch/committed-rows.ts). */
       keptRows?: number
+      /** Repos whose actor and rev are kept between batches (0: none; committed-repos.ts). */
+      keptRepos?: number
     } = {},
   ) {
     this.db = db
     this.deps = deps
     this.kept = new CommittedRows(opts.keptRows ?? KEPT_ROWS)
+    this.repos = new CommittedRepos(opts.keptRepos ?? KEPT_REPOS)
     const publisher = opts.publish ? new Publisher() : undefined
     this.attempts = new Attempts(db, publisher, opts.transactions, this.kept)
-    this.planAhead = new PlanAhead(db, deps, this.kept)
+    this.planAhead = new PlanAhead(db, deps, { rows: this.kept, repos: this.repos })
     this.scope = opts.scope
     this.gate = new RepoGate(opts.hold)
   }
@@ -323,7 +329,10 @@ export class Writer {
     let early = await this.planAhead.take(source, batch, this.versions(source))
     if (!early) {
       const endPrepare = batchSeconds.startTimer({ phase: 'prepare' })
-      early = await earlyWork(this.db, this.deps, schema, batch, this.kept)
+      early = await earlyWork(this.db, this.deps, schema, batch, {
+        rows: this.kept,
+        repos: this.repos,
+      })
       endPrepare()
     }
     const { prepared, planned } = early
@@ -382,6 +391,7 @@ export class Writer {
   private deliver(source: string, cursor: number, outcome: Outcome): void {
     this.planAhead.wrote(source)
     this.kept.apply(outcome.committed)
+    this.repos.apply(outcome.committed)
     for (const emit of outcome.pending) emit()
     // Listeners follow live sources by cursor; the backfill has none.
     const committed = source === BACKFILL_SOURCE ? { source, cursor: 0 } : { source, cursor }

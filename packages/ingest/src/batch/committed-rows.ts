@@ -28,11 +28,19 @@ const SEP = '\u0001'
 
 /** What one committed part of a batch did to the kept rows. */
 export type CommittedPart =
-  /** Each key's row once it committed (null: none). */
-  | { rows: { table: string; key: string; row: Row | null }[] }
+  | PlannedPart
   /** An account whose rows were deleted outside a plan. */
   | { account: string }
 
+/** What a planned part of a batch did. */
+export interface PlannedPart {
+  /** Each key's row once it committed (null: none). */
+  rows: { table: string; key: string; row: Row | null }[]
+  /** For committed-repos.ts: the handle and check time of each actor it wrote (null: deleted). */
+  actors?: [string, { handle: string | null; indexedAt: string } | null][]
+  /** For committed-repos.ts: the rev it recorded for each repo (actor_sync). */
+  revs?: [string, string | null][]
+}
 export class CommittedRows {
   private readonly max: number
   /** table SEP key → row (null: known absent); in order of last use, the oldest first. */

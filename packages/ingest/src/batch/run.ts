@@ -10,7 +10,7 @@ import { childLogger, counter, histogram } from '@openplane/telemetry'
 import { deleteAccount, purgeLeftovers, setCommitsLastSeen } from '../actors.ts'
 import { WATCHED, type Change, type FeedItemValues } from '../changes.ts'
 import type { Applied } from './applied.ts'
-import type { CommittedPart, CommittedRows } from './committed-rows.ts'
+import type { CommittedPart, CommittedRows, PlannedPart } from './committed-rows.ts'
 import { CounterBuffer } from './counters.ts'
 import type { IngestEvent } from '../events.ts'
 import { absentBefore } from './absent.ts'
@@ -223,6 +223,11 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   const writes = state.writes()
   const changes = changesOf(state)
   const committed = state.committedRows()
+  const actors: PlannedPart['actors'] = []
+  for (const [did, row] of state.changedRows('actor')) {
+    const actor = row && { handle: row.handle as string | null, indexedAt: row.indexedAt as string }
+    actors.push([did, actor])
+  }
   state.detach()
   let sent = await applyWrites(tx, writes, schema)
   const counters = new CounterBuffer()
@@ -232,9 +237,16 @@ export async function applyPlanned(tx: Db, schema: SchemaInfo, planned: Planned)
   const seen = new Map(plan.seen.map((s) => [s.did, { commit: s.commit, rev: s.rev }]))
   if (seen.size) sent++
   await setCommitsLastSeen(tx, seen)
+  // As setCommitsLastSeen records them.
+  const revs: PlannedPart['revs'] = [...seen].map(([did, s]) => [did, s.rev || null])
   statements.inc({ purpose: 'write' }, sent)
   stageSeconds.inc({ stage: 'apply' }, (performance.now() - started) / 1000)
-  return { changes, pending: [...plan.later], applied: [...plan.applied], committed: [committed] }
+  return {
+    changes,
+    pending: [...plan.later],
+    applied: [...plan.applied],
+    committed: [{ ...committed, actors, revs }],
+  }
 }
 
 /** Adds what `got` hands on to `out`, after what `out` holds. */

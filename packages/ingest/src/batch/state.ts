@@ -11,7 +11,7 @@
 import { sql, type Kysely } from 'kysely'
 import { textArray, type DatabaseSchema } from '@openplane/db'
 import type { Absent } from './absent.ts'
-import type { CommittedPart, CommittedRows } from './committed-rows.ts'
+import type { CommittedRows, PlannedPart } from './committed-rows.ts'
 import type { SchemaInfo, TableInfo } from './schema.ts'
 
 export type Value = string | number | boolean | null
@@ -587,12 +587,17 @@ export class BatchState {
     return out
   }
 
+  /** The rows of `table` this batch changed, by primary key, as it leaves them (null: deleted). */
+  changedRows(table: string): ReadonlyMap<string, Row | null> {
+    return this.overlay.get(table) ?? new Map()
+  }
+
   /**
    * The kept tables' rows (committed-rows.ts) as this batch leaves them once it commits: each key
    * it changed, and each it read that the batch below did not change (a row read before that
    * batch committed may predate it). Taken before `detach`.
    */
-  committedRows(): CommittedPart {
+  committedRows(): PlannedPart {
     const rows: { table: string; key: string; row: Row | null }[] = []
     const kept = this.committed
     if (!kept) return { rows }
