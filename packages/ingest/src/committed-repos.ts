@@ -7,9 +7,10 @@
 // Correct only because nothing else writes these columns (the writer lock; the rpcs and bsync
 // write other columns of `actor`): every change comes from a committed batch's plan, whose parts
 // carry the actors it wrote and the revs it recorded, or from an account deletion or purge, which
-// forgets the repo. What prepare reads from Postgres is kept too, unless a batch committed while
-// it read (its changes may be missing from the answer) or the batch being written, not committed
-// yet, changes that repo (it will say so when it commits).
+// forgets the repo. What prepare reads from Postgres is kept too, unless a batch's commit was
+// applied here while it read (the answer may predate it). An answer that predates a batch still
+// being written is set right when that batch commits: its parts name every actor and rev it
+// changed.
 import type { CommittedPart } from './batch/committed-rows.ts'
 
 /** An actor's handle and when it was last checked, as `actor` holds them. */

@@ -41,6 +41,7 @@ export interface PlannedPart {
   /** For committed-repos.ts: the rev it recorded for each repo (actor_sync). */
   revs?: [string, string | null][]
 }
+
 export class CommittedRows {
   private readonly max: number
   /** table SEP key → row (null: known absent); in order of last use, the oldest first. */

@@ -436,7 +436,7 @@ export class BatchState {
       // So is a one-column primary key not loaded as a chain (actors by DID, records, follows
       // and reposts by URI): as a semi-join on a table Postgres has no statistics for yet (a new
       // fork's, growing faster than autovacuum analyzes it, or none at all), it too was hashed
-      // against a sequential scan, 27 ms a read of `actor` at the 500k corpus' 100,000 actors.
+      // against a sequential scan, up to 27 ms a read of `actor` at the 500k corpus.
       const probeEach =
         (!byPk &&
           !uniqueAlone &&
