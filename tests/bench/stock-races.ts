@@ -18,7 +18,12 @@
 //      (its own author's, its ancestors') were dropped.
 //   B. A record and the deletion of the post it refers to, in another repo, indexed in the other
 //      order: a repost's feed item or a quote of a post deleted before it came survives on one
-//      side only, and so does the quote count kept for the deleted post.
+//      side only, and so does the quote count kept for the deleted post. Likewise a reply and
+//      the deletion of a post above it: the stock, having run that post's repo ahead, deleted it
+//      before indexing the reply, so its walk up the thread stopped there, and the reply's
+//      notifications to that post and to the posts above it (present in firehose order, as ours
+//      met them) are only ours. Seen as a walk up from the reply, in ours' final tables, that
+//      stops at a parent gone from both schemas before reaching the notified post.
 // Everything else is a table difference.
 import pg from 'pg'
 import { PG_URL } from '../harness/env.ts'
@@ -144,6 +149,25 @@ export async function classifyStockRaces(
       [pairs.map((p) => p.reply), pairs.map((p) => p.subject)],
     )
     const lateSet = new Set(late.rows.map((r) => `${r.reply} ${r.subject}`))
+    // Reply notifications only ours has whose thread, walked up from the reply, breaks at a
+    // post deleted by the end before reaching the notified post (see B above).
+    const cut = await client.query<{ reply: string; subject: string }>(
+      `with recursive up as (
+         select c.reply, c.subject, p.uri, p."replyParent" parent, 0 d
+         from unnest($1::text[], $2::text[]) c(reply, subject)
+         join "${ours}".post p on p.uri = c.reply
+         union all
+         select up.reply, up.subject, p.uri, p."replyParent", up.d + 1
+         from up join "${ours}".post p on p.uri = up.parent
+         where up.uri <> up.subject and up.d < 8
+       )
+       select distinct reply, subject from up
+       where uri <> subject and parent is not null
+         and not exists (select 1 from "${ours}".post p where p.uri = up.parent)
+         and not exists (select 1 from "${stock}".post p where p.uri = up.parent)`,
+      [pairs.map((p) => p.reply), pairs.map((p) => p.subject)],
+    )
+    const cutSet = new Set(cut.rows.map((r) => `${r.reply} ${r.subject}`))
     const close = (a: string | null | undefined, b: string | null | undefined) => {
       const ta = a ? tidMs(a) : undefined
       const tb = b ? tidMs(b) : undefined
@@ -171,6 +195,10 @@ export async function classifyStockRaces(
           }
           if (ours && lateSet.has(`${uri} ${String(r.reasonSubject)}`)) {
             note('A: reply notifications dropped when a post above the reply came after it')
+            return false
+          }
+          if (ours && cutSet.has(`${uri} ${String(r.reasonSubject)}`)) {
+            note('B: reply notifications past a post above the reply deleted around it')
             return false
           }
         }
