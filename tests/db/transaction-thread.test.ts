@@ -112,5 +112,16 @@ describe('the transaction thread', () => {
     expect(await Promise.all(runs)).toEqual([[{ n: 41 }], [{ n: 412 }], [{ n: 4123 }]])
     await thread.close()
     await expect(thread.run([])).rejects.toThrow(/closed/)
+    await expect(thread.started()).rejects.toThrow(/closed/)
+  })
+
+  it('starts before its first transaction when asked', async () => {
+    const thread = new TransactionThread({ url: PG_URL, schema })
+    await thread.started()
+    await thread.started()
+    const rec = recordingDb()
+    await sql`select count(*)::int as n from item where uri = 'd'`.execute(rec.db)
+    expect(await thread.run(rec.take())).toEqual([{ n: 1 }])
+    await thread.close()
   })
 })

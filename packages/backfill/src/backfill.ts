@@ -228,6 +228,11 @@ export class Backfill {
     this.stopping = true
   }
 
+  /** Starts the CAR workers before any repo comes (CarReader.started). */
+  started(): Promise<void> {
+    return this.cars.started()
+  }
+
   /** Ends the CAR workers; call once no run() is left going. */
   async close(): Promise<void> {
     await this.cars.stop()

@@ -1,7 +1,7 @@
 // A CAR worker: repo CARs in, their commits and checked records out (repo-decode.ts), one at a
 // time (the reference reader awaits; interleaved repos would blur each one's CPU time).
 import { parentPort } from 'node:worker_threads'
-import { threadCpuSeconds } from '@openplane/ingest'
+import { READY, threadCpuSeconds } from '@openplane/ingest'
 import type { CarReply, CarRequest } from './car-reader.ts'
 import { RepoCarError } from './car.ts'
 import { decodeRepo } from './repo-decode.ts'
@@ -22,3 +22,5 @@ async function handle(req: CarRequest): Promise<void> {
   }
   parentPort!.postMessage({ ...reply, id: req.id, cpuSeconds: threadCpuSeconds() - cpuBefore })
 }
+
+parentPort!.postMessage(READY)

@@ -198,4 +198,17 @@ describe('CarReader', () => {
       RepoCarError,
     )
   })
+
+  it('starts its workers before any CAR when asked, and stops them while they load', async () => {
+    const early = new CarReader({ workers: 1, memoryBytes: 1 << 20 })
+    await early.started()
+    expect(await read(early)).toEqual(await read(here))
+    await early.stop()
+    // Stopped before their imports have run: waited for, not torn down mid-load.
+    const loading = new CarReader({ workers: 1, memoryBytes: 1 << 20 })
+    const starting = loading.started()
+    await loading.stop()
+    await starting
+    await expect(read(loading)).rejects.toThrow(/stopped/)
+  })
 })

@@ -98,7 +98,7 @@ export class TransactionThread {
 
   private async send(statements: Statement[]): Promise<Record<string, unknown>[]> {
     if (this.closed) throw new Error('the transaction thread is closed')
-    const worker = this.start()
+    const worker = this.spawnOnce()
     await this.ready
     const id = this.nextId++
     // The process stays up while a transaction is in flight, whatever else it waits on.
@@ -114,7 +114,17 @@ export class TransactionThread {
     return reply.last
   }
 
-  private start(): Worker {
+  /**
+   * Starts the thread now rather than with the first transaction, resolving once its imports
+   * have run: for a caller that wants that start-up paid before work comes.
+   */
+  async started(): Promise<void> {
+    if (this.closed) throw new Error('the transaction thread is closed')
+    this.spawnOnce()
+    await this.ready
+  }
+
+  private spawnOnce(): Worker {
     if (this.worker) return this.worker
     const worker = new Worker(new URL('./transaction-worker.ts', import.meta.url), {
       workerData: this.setup satisfies ThreadSetup,
