@@ -118,7 +118,7 @@ async function wellKnownViaHost(
   try {
     const res = await client.get(url, {
       headers: { host: handle },
-      signal: AbortSignal.timeout(timeoutMs),
+      timeoutMs,
     })
     const did = res.body.toString('utf8').trim()
     return res.status === 200 && did.startsWith('did:') ? did : undefined

@@ -56,4 +56,18 @@ describe('KeptClient', () => {
     )
     client.close()
   })
+
+  it('gives up past its timeout, whichever of timeout and signal comes first', async () => {
+    const client = new KeptClient()
+    await expect(client.get(new URL('/slow', base), { timeoutMs: 50 })).rejects.toThrow(
+      /did not answer within 50 ms/,
+    )
+    const caller = new AbortController()
+    const asked = client.get(new URL('/slow', base), { timeoutMs: 5_000, signal: caller.signal })
+    caller.abort(new Error('caller gave up'))
+    await expect(asked).rejects.toThrow(/caller gave up/)
+    const fast = await client.get(new URL('/a', base), { timeoutMs: 1_000 })
+    expect(fast.status).toBe(200)
+    client.close()
+  })
 })

@@ -1,7 +1,7 @@
 // DID documents from the PLC directory the operator names, over kept connections
 // (kept-client.ts): what the stock resolver asks per lookup, less what costs more than the lookup
-// itself: no fetch Response built around the body, and a timer cleared when the answer comes
-// (an AbortSignal.timeout fires for every request, answered or not, building an error each time).
+// itself: no fetch Response built around the body, and its timeout a timer cleared when the answer
+// comes (KeptClient.get's timeoutMs).
 // The document is checked by the DID resolver this serves (checkedByHand, did-document.ts).
 import {
   DidPlcResolver,
@@ -23,27 +23,18 @@ export class KeptPlcResolver extends DidPlcResolver {
 
   override async resolveNoCheck(did: string): Promise<unknown> {
     const url = new URL(`/${encodeURIComponent(did)}`, this.plcUrl)
-    const controller = new AbortController()
-    const timer = setTimeout(
-      () => controller.abort(new Error(`${url.host} did not answer within ${this.timeout} ms`)),
-      this.timeout,
-    )
-    try {
-      const res = await this.client.get(url, {
-        headers: { accept: 'application/did+ld+json,application/json' },
-        signal: controller.signal,
+    const res = await this.client.get(url, {
+      headers: { accept: 'application/did+ld+json,application/json' },
+      timeoutMs: this.timeout,
+    })
+    // Positively not found, as against a failure to ask.
+    if (res.status === 404) return null
+    if (res.status < 200 || res.status > 299) {
+      throw Object.assign(new Error(`PLC directory answered ${res.status}`), {
+        status: res.status,
       })
-      // Positively not found, as against a failure to ask.
-      if (res.status === 404) return null
-      if (res.status < 200 || res.status > 299) {
-        throw Object.assign(new Error(`PLC directory answered ${res.status}`), {
-          status: res.status,
-        })
-      }
-      return JSON.parse(res.body.toString('utf8')) as unknown
-    } finally {
-      clearTimeout(timer)
     }
+    return JSON.parse(res.body.toString('utf8')) as unknown
   }
 }
 
