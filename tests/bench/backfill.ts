@@ -223,7 +223,7 @@ const identityOptions = {
  */
 async function startedLookups(): Promise<LookupThread> {
   const lookups = lookupThread({ identity: identityOptions })
-  await lookups.resolveHandle('did:plc:warmup', false).catch(() => undefined)
+  await lookups.started()
   return lookups
 }
 

@@ -55,6 +55,18 @@ describe('frame decoding on worker threads', () => {
       ops.some((op) => op.checked && 'json' in op.checked && op.checked.json.includes('$link')),
     ).toBe(true)
   })
+  it('starts its workers before the first frame when asked', async () => {
+    const idResolver = new IdResolver({})
+    const here = createDecoder({ verify: false, idResolver, workers: 0 })
+    const early = createDecoder({ verify: false, idResolver, workers: 1 })
+    decoders.push(here, early)
+    await Promise.all([here.started(), early.started()])
+    const some = frames.slice(0, 50)
+    const expected = await Promise.all(some.map((f) => here.decode(f)))
+    const got = await Promise.all(some.map((f) => early.decode(f)))
+    expect(got.map(comparable)).toEqual(expected.map(comparable))
+  })
+
   it('loses no frame when workers die: they are replaced, then given up for this thread', async () => {
     const idResolver = new IdResolver({})
     const here = createDecoder({ verify: false, idResolver, workers: 0 })

@@ -74,6 +74,8 @@ describe('lookups on their own thread', () => {
       },
       timeoutMs: 1000,
     })
+    // Loaded before the first lookup, as the benches start it.
+    await lookups.started()
   })
   afterAll(async () => {
     await lookups.stop()

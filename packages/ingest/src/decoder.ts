@@ -24,6 +24,8 @@ const restarts = counter(
 
 export interface FrameDecoder {
   decode(bytes: Uint8Array): Promise<FrameResult>
+  /** Resolves once its threads' imports have run (at once without threads). */
+  started(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -67,6 +69,7 @@ export function createDecoder(opts: DecoderOptions): FrameDecoder {
         decodeCpuSeconds.inc(threadCpuSeconds() - cpuBefore)
         return res
       },
+      started: async () => {},
       stop: async () => {},
     }
   }
@@ -161,6 +164,17 @@ class WorkerDecoder implements FrameDecoder {
         setImmediate(() => this.send())
       }
     })
+  }
+
+  async started(): Promise<void> {
+    const slots = [...this.slots]
+    // Awaited, they hold the process up until loaded, as frames in flight would.
+    for (const s of slots) s.worker.ref()
+    try {
+      await Promise.all(slots.map((s) => s.ready))
+    } finally {
+      for (const s of slots) s.worker.unref()
+    }
   }
 
   async stop(): Promise<void> {

@@ -202,6 +202,14 @@ export class Indexer {
     this.probe?.start()
   }
 
+  /**
+   * Resolves once the decode threads' imports have run: for a caller that wants that start-up
+   * paid before start().
+   */
+  started(): Promise<void> {
+    return this.decoder.started()
+  }
+
   async stop(): Promise<void> {
     this.stopped = true
     this.probe?.stop()
@@ -409,6 +417,7 @@ function jetstreamDecoder(): FrameDecoder {
       stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
       return Promise.resolve(res)
     },
+    started: () => Promise.resolve(),
     stop: () => Promise.resolve(),
   }
 }

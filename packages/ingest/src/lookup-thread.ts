@@ -66,6 +66,8 @@ export interface LookupThread extends WriterDeps {
    * signature checks, from the documents the handle checks use (asked-keys.ts).
    */
   signingKey(did: string, refresh: boolean): Promise<string | null>
+  /** Resolves once the thread's imports have run: its start-up paid before lookups come. */
+  started(): Promise<void>
   stop(): Promise<void>
 }
 
@@ -135,6 +137,17 @@ class Lookups implements LookupThread {
   signingKey(did: string, refresh: boolean): Promise<string | null> {
     if (this.here) return this.here.signingKey(did, refresh)
     return this.ask({ id: this.nextId++, kind: 'key', did, refresh }) as Promise<string | null>
+  }
+
+  async started(): Promise<void> {
+    const worker = this.worker
+    // Awaited, it holds the process up until loaded, as a lookup waiting on it would.
+    worker?.ref()
+    try {
+      await this.ready
+    } finally {
+      if (!this.pending.size) worker?.unref()
+    }
   }
 
   async stop(): Promise<void> {
