@@ -108,7 +108,8 @@ export async function startIndexerOn(
     },
   })
   if (opts.onReady) {
-    await Promise.all([indexer.started(), deps.started(), db.transactions?.started()])
+    const transactions = opts.noTransactionThread ? undefined : db.transactions
+    await Promise.all([indexer.started(), deps.started(), transactions?.started()])
     opts.onReady()
   }
   await indexer.start()

@@ -12,6 +12,7 @@ import {
   reviveCids,
   terminateWhenReady,
   threadCpuSeconds,
+  whenLoaded,
   whenReady,
   WorkerExits,
 } from '@openplane/ingest'
@@ -130,16 +131,9 @@ export class CarReader {
    * Starts the workers now rather than with the first CAR, resolving once their imports have
    * run: for a caller that wants that start-up (about a second of CPU) paid before work comes.
    */
-  async started(): Promise<void> {
+  started(): Promise<void> {
     this.spawnUnstarted()
-    const slots = [...this.slots]
-    // Awaited, they hold the process up until loaded, as work in flight would.
-    for (const s of slots) s.worker.ref()
-    try {
-      await Promise.all(slots.map((s) => s.ready))
-    } finally {
-      for (const s of slots) s.worker.unref()
-    }
+    return whenLoaded([...this.slots])
   }
 
   async stop(): Promise<void> {
@@ -152,6 +146,8 @@ export class CarReader {
   }
 
   private decode(request: CarRequest): Promise<DecodedRepo> {
+    // Stopped while the CAR was being gathered: its workers are gone.
+    if (this.stopped) return Promise.reject(new Error('the CAR reader is stopped'))
     return new Promise((resolve, reject) => {
       const job = { request: { ...request, id: this.nextId++ }, resolve, reject, tries: 0 }
       const slot = this.slots.reduce((a, b) => (b.jobs.size < a.jobs.size ? b : a))

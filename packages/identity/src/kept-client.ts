@@ -32,8 +32,8 @@ export class KeptClient {
    * GETs `url`, the whole body buffered (at most `maxBytes`). Rejects on a network error, a
    * body too large, past `timeoutMs`, or when `signal` aborts (with its reason). The timeout is
    * a timer cleared with the answer, not an AbortSignal.timeout: that one fires for every
-   * request, answered or not, building an error with its stack each time (a third of this
-   * thread's allocations in a burst of new accounts).
+   * request, answered or not, building an error with its stack each time (0.7 s of the lookup
+   * thread's 3.9 s of CPU per 100k events of the ingest bench, with the collection after).
    */
   async get(
     url: URL,

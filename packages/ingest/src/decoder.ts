@@ -14,7 +14,7 @@ import { checkRecords } from './checks.ts'
 import { decodeFrame, type FrameOptions, type FrameResult } from './frames.ts'
 import { decodeCpuSeconds, stageSeconds, threadCpuSeconds } from './stages.ts'
 import { WorkerExits } from './worker-exits.ts'
-import { READY, terminateWhenReady, whenReady } from './worker-ready.ts'
+import { READY, terminateWhenReady, whenLoaded, whenReady } from './worker-ready.ts'
 
 const log = childLogger('decoder')
 const restarts = counter(
@@ -166,15 +166,8 @@ class WorkerDecoder implements FrameDecoder {
     })
   }
 
-  async started(): Promise<void> {
-    const slots = [...this.slots]
-    // Awaited, they hold the process up until loaded, as frames in flight would.
-    for (const s of slots) s.worker.ref()
-    try {
-      await Promise.all(slots.map((s) => s.ready))
-    } finally {
-      for (const s of slots) s.worker.unref()
-    }
+  started(): Promise<void> {
+    return whenLoaded([...this.slots])
   }
 
   async stop(): Promise<void> {

@@ -30,3 +30,16 @@ export async function terminateWhenReady(worker: Worker, ready: Promise<void>): 
   clearTimeout(timer)
   await worker.terminate()
 }
+
+/**
+ * Resolves once every worker has posted READY (or exited), holding the process up meanwhile as
+ * work in flight would; idle workers are let go again after (their owners keep them unref'd).
+ */
+export async function whenLoaded(slots: { worker: Worker; ready: Promise<void> }[]): Promise<void> {
+  for (const s of slots) s.worker.ref()
+  try {
+    await Promise.all(slots.map((s) => s.ready))
+  } finally {
+    for (const s of slots) s.worker.unref()
+  }
+}
