@@ -120,8 +120,14 @@ export class TransactionThread {
    */
   async started(): Promise<void> {
     if (this.closed) throw new Error('the transaction thread is closed')
-    this.spawnOnce()
-    await this.ready
+    const worker = this.spawnOnce()
+    // Awaited, it holds the process up until loaded, as a transaction in flight would.
+    worker.ref()
+    try {
+      await this.ready
+    } finally {
+      if (!this.waiting.size) worker.unref()
+    }
   }
 
   private spawnOnce(): Worker {
