@@ -32,6 +32,8 @@ describe('lookups on their own thread', () => {
         '/did:plc:mallory': doc('did:plc:mallory', 'bob.test'),
         '/did:plc:gone': doc('did:plc:gone', 'gone.test'),
         '/did:plc:broken': doc('did:plc:broken', 'broken.test'),
+        '/did:plc:carol': doc('did:plc:carol', 'carol.test'),
+        '/did:plc:dave': doc('did:plc:dave', 'dave.test'),
         '/did:plc:signer': {
           ...doc('did:plc:signer', 'signer.test'),
           verificationMethod: [
@@ -50,7 +52,13 @@ describe('lookups on their own thread', () => {
       }
       if (url.pathname === '/.well-known/atproto-did') {
         const host = req.headers.host
-        res.end(host === 'alice.test' ? 'did:plc:alice' : host === 'bob.test' ? 'did:plc:bob' : '')
+        const owner: Record<string, string> = {
+          'alice.test': 'did:plc:alice',
+          'bob.test': 'did:plc:bob',
+          'carol.test': 'did:plc:carol',
+          'dave.test': 'did:plc:dave',
+        }
+        res.end(owner[host ?? ''] ?? '')
         return
       }
       if (url.pathname === '/xrpc/com.atproto.sync.getLatestCommit') {
@@ -121,6 +129,22 @@ describe('lookups on their own thread', () => {
     expect(asked.filter((p) => p === '/did:plc:signer').length).toBe(before)
     expect(await lookups.signingKey('did:plc:alice', false)).toBeNull()
     expect(await lookups.signingKey('did:plc:nobody', false)).toBeNull()
+  })
+
+  it('warms handles in the background, handed over in bulk, so a later lookup asks nothing', async () => {
+    lookups.warm(['did:plc:carol', 'did:plc:dave', 'did:plc:nobody'])
+    const warmed = () =>
+      ['/did:plc:carol', '/did:plc:dave', '/did:plc:nobody'].every((p) =>
+        asked.map(decodeURIComponent).includes(p),
+      )
+    for (let i = 0; i < 200 && !warmed(); i++) await new Promise((r) => setTimeout(r, 10))
+    expect(warmed()).toBe(true)
+    // Let the warm lookups finish (their answers are cached when they do).
+    await new Promise((r) => setTimeout(r, 100))
+    const before = asked.length
+    expect(await lookups.resolveHandle('did:plc:carol', false)).toBe('carol.test')
+    expect(await lookups.resolveHandle('did:plc:dave', false)).toBe('dave.test')
+    expect(asked.length).toBe(before)
   })
 
   it('refuses lookups once stopped', async () => {

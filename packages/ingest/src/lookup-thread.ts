@@ -9,6 +9,12 @@ import { createIdentity, type DidDocument, type IdentityOptions } from '@openpla
 import { signingKeyOf } from '@openplane/signatures'
 import { childLogger, counter } from '@openplane/telemetry'
 import { writerDeps, type WriterDeps } from './deps.ts'
+import {
+  countPrefetched,
+  ResolveQueue,
+  type HandleWarmer,
+  type PrefetchOutcome,
+} from './resolve-queue.ts'
 import { WorkerExits } from './worker-exits.ts'
 import { READY, terminateWhenReady, whenReady } from './worker-ready.ts'
 
@@ -36,6 +42,9 @@ export type LookupRequest =
 
 export interface LookupRequests {
   requests: LookupRequest[]
+  /** Handles to resolve in the background (HandleWarmer), after dropping those not started. */
+  clearWarming?: boolean
+  warm?: string[]
 }
 
 export interface LookupReply {
@@ -47,6 +56,8 @@ export interface LookupReply {
 export interface LookupReplies {
   replies: LookupReply[]
   cpuSeconds: number
+  /** Background resolutions finished since the last message, by outcome. */
+  prefetched?: Partial<Record<PrefetchOutcome, number>>
 }
 
 interface Pending {
@@ -55,7 +66,7 @@ interface Pending {
   reject(err: Error): void
 }
 
-export interface LookupThread extends WriterDeps {
+export interface LookupThread extends WriterDeps, HandleWarmer {
   /**
    * A DID's document (a backfill's PDS and key), from the cache the handle checks use: a repo
    * fetched and then indexed costs one resolution. Throws when the DID does not resolve.
@@ -106,6 +117,11 @@ class Lookups implements LookupThread {
   private ready: Promise<void> = Promise.resolve()
   private readonly pending = new Map<number, Pending>()
   private outgoing: LookupRequest[] = []
+  /** Handles to warm, and whether the worker drops those it has not started first. */
+  private warming: string[] = []
+  private clearing = false
+  /** Warms handles on this thread once workers keep dying. */
+  private warmedHere: ResolveQueue | undefined
   private nextId = 0
   private stopped = false
   private readonly exits = new WorkerExits()
@@ -139,6 +155,25 @@ class Lookups implements LookupThread {
     return this.ask({ id: this.nextId++, kind: 'key', did, refresh }) as Promise<string | null>
   }
 
+  warm(dids: readonly string[]): void {
+    if (this.stopped) return
+    if (this.here) {
+      const here = this.here
+      this.warmedHere ??= new ResolveQueue((did) => here.resolveHandle(did, false), countPrefetched)
+      return this.warmedHere.warm(dids)
+    }
+    this.schedule()
+    this.warming.push(...dids)
+  }
+
+  clearWarming(): void {
+    this.warmedHere?.clearWarming()
+    if (this.here) return
+    this.schedule()
+    this.warming = []
+    this.clearing = true
+  }
+
   async started(): Promise<void> {
     const worker = this.worker
     // Awaited, it holds the process up until loaded, as a lookup waiting on it would.
@@ -165,16 +200,28 @@ class Lookups implements LookupThread {
       // The worker keeps the process alive only while a lookup waits on it.
       if (!this.pending.size) this.worker?.ref()
       this.pending.set(request.id, { request, resolve, reject })
-      // Lookups asked in the same turn go out in one message.
-      if (!this.outgoing.length) setImmediate(() => this.send())
+      this.schedule()
       this.outgoing.push(request)
     })
   }
 
+  /** Lookups and warming asked in the same turn go out in one message. */
+  private schedule(): void {
+    if (!this.outgoing.length && !this.warming.length && !this.clearing) {
+      setImmediate(() => this.send())
+    }
+  }
+
   private send(): void {
-    const requests = this.outgoing
+    const message: LookupRequests = { requests: this.outgoing }
+    if (this.clearing) message.clearWarming = true
+    if (this.warming.length) message.warm = this.warming
     this.outgoing = []
-    if (requests.length) this.worker?.postMessage({ requests } satisfies LookupRequests)
+    this.warming = []
+    this.clearing = false
+    if (message.requests.length || message.warm || message.clearWarming) {
+      this.worker?.postMessage(message)
+    }
   }
 
   private spawn(): Worker {
@@ -184,8 +231,11 @@ class Lookups implements LookupThread {
     this.ready = whenReady(worker)
     worker.on('message', (msg: LookupReplies | typeof READY) => {
       if (msg === READY) return
-      const { replies, cpuSeconds } = msg
+      const { replies, cpuSeconds, prefetched } = msg
       lookupCpuSeconds.inc(cpuSeconds)
+      for (const [outcome, n] of Object.entries(prefetched ?? {})) {
+        countPrefetched(outcome as PrefetchOutcome, n)
+      }
       for (const reply of replies) {
         const p = this.pending.get(reply.id)
         if (!p) continue
@@ -204,10 +254,13 @@ class Lookups implements LookupThread {
   private exited(worker: Worker, code: number): void {
     if (this.stopped || worker !== this.worker) return
     restarts.inc()
-    // Every lookup not answered, sent or not yet: asked again, once.
+    // Every lookup not answered, sent or not yet: asked again, once. Handles being warmed are
+    // let go: only a head start is lost.
     const waiting = [...this.pending.values()]
     this.pending.clear()
     this.outgoing = []
+    this.warming = []
+    this.clearing = false
     if (this.exits.tooMany()) {
       log.error({ code }, 'lookup workers keep exiting; looking up on the writer thread')
       this.worker = undefined

@@ -8,27 +8,44 @@ import {
   type LookupRequests,
   type LookupSetup,
 } from './lookup-thread.ts'
+import { ResolveQueue, type PrefetchOutcome } from './resolve-queue.ts'
 import { threadCpuSeconds } from './stages.ts'
 import { READY } from './worker-ready.ts'
 
 const lookups = lookupsHere(workerData as LookupSetup)
 
-// Answers that finish in the same turn go back in one message.
+// Answers that finish in the same turn go back in one message; background resolutions are
+// counted and reported with the next answers, or within a quarter of a second.
 let outgoing: LookupReply[] = []
+let prefetched: Partial<Record<PrefetchOutcome, number>> = {}
+let scheduled: 'now' | 'later' | undefined
 let cpuMark = threadCpuSeconds()
 const flush = () => {
   const now = threadCpuSeconds()
-  const message: LookupReplies = { replies: outgoing, cpuSeconds: now - cpuMark }
+  const message: LookupReplies = { replies: outgoing, cpuSeconds: now - cpuMark, prefetched }
   cpuMark = now
   outgoing = []
+  prefetched = {}
+  scheduled = undefined
   parentPort!.postMessage(message)
 }
 const answer = (reply: LookupReply) => {
-  if (!outgoing.length) setImmediate(flush)
+  if (scheduled !== 'now') setImmediate(flush)
+  scheduled = 'now'
   outgoing.push(reply)
 }
+const warmer = new ResolveQueue(
+  (did) => lookups.resolveHandle(did, false),
+  (outcome) => {
+    prefetched[outcome] = (prefetched[outcome] ?? 0) + 1
+    if (!scheduled) setTimeout(() => scheduled === 'later' && flush(), 250).unref()
+    scheduled ??= 'later'
+  },
+)
 
-parentPort!.on('message', ({ requests }: LookupRequests) => {
+parentPort!.on('message', ({ requests, clearWarming, warm }: LookupRequests) => {
+  if (clearWarming) warmer.clearWarming()
+  if (warm) warmer.warm(warm)
   for (const req of requests) {
     lookups.answer(req).then(
       (value) => answer({ id: req.id, value }),
