@@ -7,12 +7,13 @@
 import type { CidLink } from '@atcute/cid'
 import {
   MemoryBlockStore,
-  NodeStore,
   NodeWrangler,
   OverlayBlockStore,
   ReadonlyMemoryBlockStore,
   type BlockMap,
+  type NodeStore,
 } from '@atcute/mst'
+import { CheckedNodeStore } from './tree-nodes.ts'
 
 export interface ProofOp {
   action: 'create' | 'update' | 'delete'
@@ -23,12 +24,12 @@ export interface ProofOp {
 }
 
 /**
- * A commit's tree nodes over its frame's blocks, nodes made while undoing its ops kept apart.
- * One per commit, shared by the op proofs and the commit proof: each node is decoded, and its
- * keys' heights hashed, once.
+ * A commit's tree nodes over its frame's blocks (each checked against its CID), nodes made while
+ * undoing its ops kept apart. One per commit, shared by the op proofs and the commit proof: each
+ * node is decoded, and its keys' heights hashed, once (tree-nodes.ts).
  */
 export function proofNodes(blocks: BlockMap): NodeStore {
-  return new NodeStore(
+  return new CheckedNodeStore(
     new OverlayBlockStore(new MemoryBlockStore(), new ReadonlyMemoryBlockStore(blocks)),
   )
 }
