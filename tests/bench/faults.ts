@@ -59,7 +59,12 @@ import pg from 'pg'
 import { CorpusReader, didFor, ReplayServer } from '@openplane/sim'
 import { PG_URL, uniqueName } from '../harness/env.ts'
 import { tableDiffs, INDEXED_TABLES } from '../harness/indexer.ts'
-import { startPrivatePostgres, type PrivatePostgres } from '../harness/private-postgres.ts'
+import {
+  DATAPLANE_PG_SETTINGS,
+  parseSettings,
+  startPrivatePostgres,
+  type PrivatePostgres,
+} from '../harness/private-postgres.ts'
 import { appliedSeq, spawnDataplane, waitForSeq, type Child } from '../harness/processes.ts'
 import { startRedisServer, type RedisServer } from '../harness/redis-cluster.ts'
 import { dropSchemas } from '../harness/stock-network.ts'
@@ -99,26 +104,11 @@ const SOAK_PG = process.env.FAULTS_SOAK_PG ?? 'private'
 if (SOAK_PG !== 'private' && SOAK_PG !== 'shared') {
   throw new Error(`FAULTS_SOAK_PG must be private or shared, not ${SOAK_PG}`)
 }
-/**
- * The soak's own Postgres, sized as docs/operations.md advises for a dataplane on a machine of
- * this kind: the index outgrows the 128 MB of shared buffers a stock install starts with within
- * minutes of a soak, and every statement then reads through the kernel's cache.
- */
+/** The soak's own Postgres: the dataplane's settings (operations.md), with its statements' costs. */
 const SOAK_PG_SETTINGS: Record<string, string> = {
-  fsync: 'on',
-  shared_buffers: '2GB',
-  effective_cache_size: '8GB',
-  work_mem: '16MB',
-  maintenance_work_mem: '256MB',
-  max_wal_size: '4GB',
-  checkpoint_timeout: '15min',
+  ...DATAPLANE_PG_SETTINGS,
   shared_preload_libraries: 'pg_stat_statements',
-  ...Object.fromEntries(
-    (process.env.FAULTS_SOAK_PG_SETTINGS ?? '')
-      .split(',')
-      .filter(Boolean)
-      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
-  ),
+  ...parseSettings('FAULTS_SOAK_PG_SETTINGS', process.env.FAULTS_SOAK_PG_SETTINGS),
 }
 const PHASES = new Set(
   (process.env.FAULTS_PHASES ?? 'kills,pg,redis,drops,refetch,soak').split(','),

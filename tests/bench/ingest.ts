@@ -21,7 +21,7 @@
 //   BENCH_PROGRESS_SECONDS  seconds between progress lines (default 10)
 //   BENCH_KEPT_ROWS  keys whose committed rows our writer keeps between batches (default the
 //     writer's; 0: none, every read asked of Postgres)
-//   OPENPLANE_TEST_PG_URL
+//   OPENPLANE_TEST_PG_URL (`pnpm bench:ingest` sets it to a Postgres of its own: bench/with-postgres.ts)
 import { performance, type EventLoopUtilization } from 'node:perf_hooks'
 import { Database, RepoSubscription } from '@atproto/bsky'
 import { IdResolver } from '@atproto/identity'

@@ -35,6 +35,33 @@ function binDir(): string {
   throw new Error(`no Postgres server binaries under ${root}`)
 }
 
+/**
+ * A Postgres set up as docs/operations.md advises for a dataplane on a machine of this kind
+ * (2 cores, 24 GB): the index outgrows the 128 MB of shared buffers and the 1 GB of WAL between
+ * checkpoints a stock install starts with within minutes of indexing, and every statement then
+ * reads and evicts pages through the kernel and writes full-page images after each checkpoint.
+ */
+export const DATAPLANE_PG_SETTINGS: Readonly<Record<string, string>> = {
+  fsync: 'on',
+  shared_buffers: '2GB',
+  effective_cache_size: '8GB',
+  work_mem: '16MB',
+  maintenance_work_mem: '256MB',
+  max_wal_size: '4GB',
+  checkpoint_timeout: '15min',
+}
+
+/** `name=value,…` (an env variable's value) as settings; errors name the variable. */
+export function parseSettings(variable: string, value: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const kv of (value ?? '').split(',').filter(Boolean)) {
+    const at = kv.indexOf('=')
+    if (at <= 0) throw new Error(`${variable}: "${kv}" is not name=value`)
+    out[kv.slice(0, at)] = kv.slice(at + 1)
+  }
+  return out
+}
+
 export interface PrivatePostgresOptions {
   /**
    * Server settings (`-c name=value`), over the defaults: `fsync=off` (a test's server need not
