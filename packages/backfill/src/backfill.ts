@@ -17,6 +17,7 @@
 // the index of accounts queued for purging (they left the community) before fetching more. Repos
 // the live stream shows out of sync (sync 1.1) are fetched again (followResyncs).
 import { childLogger } from '@openplane/telemetry'
+import { BusyRepos } from './busy-repos.ts'
 import { CarReader } from './car-reader.ts'
 import { Committer } from './committer.ts'
 import { HostLimits } from './hosts.ts'
@@ -36,7 +37,7 @@ export class Backfill {
   private readonly opts: BackfillOptions
   readonly repos: RepoTable
   /** Repos taken and not yet done or given up. */
-  private readonly busy = new Set<string>()
+  private readonly busy = new BusyRepos()
   private readonly order: ThreadOrder
   private readonly cars: CarReader
   private readonly jobs: RepoJobs
@@ -168,10 +169,12 @@ export class Backfill {
     const outside: string[] = []
     try {
       for (;;) {
-        const page = await this.repos.page(200, this.cursor, retryFailed)
+        const { found: page, busy } = await this.busy.whileReading(() =>
+          this.repos.page(200, this.cursor, retryFailed),
+        )
         for (const r of page) {
           this.cursor = r.key
-          if (this.busy.has(r.did)) continue
+          if (busy(r.did)) continue
           if (this.opts.scope && !this.opts.scope.has(r.did)) outside.push(r.did)
           else dids.push(r.did)
           if (dids.length >= room) return dids
@@ -181,7 +184,11 @@ export class Backfill {
           // Then failed repos whose time to be fetched again has come (in scope: one that left
           // the community is purged, not fetched).
           if (!retryFailed) {
-            for (const did of await this.repos.due(room - dids.length, this.busy)) {
+            const due = await this.busy.whileReading((taken) =>
+              this.repos.due(room - dids.length, taken),
+            )
+            for (const did of due.found) {
+              if (due.busy(did)) continue
               if (!this.opts.scope || this.opts.scope.has(did)) dids.push(did)
             }
           }

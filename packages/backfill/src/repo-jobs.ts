@@ -9,6 +9,7 @@ import type { DatabaseSchema } from '@openplane/db'
 import { signingKeyOf } from '@openplane/signatures'
 import { childLogger } from '@openplane/telemetry'
 import { RepoCarError } from './car.ts'
+import type { BusyRepos } from './busy-repos.ts'
 import type { CarReader } from './car-reader.ts'
 import type { Committer } from './committer.ts'
 import { HeldPastBound, messageOf, RepoFailed } from './failures.ts'
@@ -27,7 +28,7 @@ const log = childLogger('backfill')
 export interface JobsContext {
   opts: BackfillOptions
   /** Repos taken and not yet done or given up. */
-  busy: Set<string>
+  busy: BusyRepos
   stats: BackfillStats
   /** Whether the worker is stopping: nothing is retried then. */
   stopping(): boolean
@@ -56,7 +57,7 @@ export class RepoJobs {
         done: (did) => this.done(did),
         failed: async (did, err) => {
           await this.fail(did, err)
-          ctx.busy.delete(did)
+          ctx.busy.release(did)
         },
       },
     )
@@ -123,7 +124,7 @@ export class RepoJobs {
         // Not marked failed (it could not be, or the worker is stopping): the repo stays to be
         // fetched, and what was held for it is written now, or after a restart if stopping.
         if (gate.holding(did) && !this.ctx.stopping()) await this.letGo(did)
-        this.ctx.busy.delete(did)
+        this.ctx.busy.release(did)
       }
       stats.inFlight--
       inFlight.set(stats.inFlight)
@@ -132,7 +133,7 @@ export class RepoJobs {
 
   /** The repo is written whole. */
   private done(did: string): void {
-    this.ctx.busy.delete(did)
+    this.ctx.busy.release(did)
     this.ctx.stats.done++
     reposTotal.inc({ outcome: 'done' })
   }

@@ -138,7 +138,7 @@ export class RepoTable {
    * Failed repos due to be fetched again, soonest first, up to `limit`; `busy` ones are passed
    * over (they are being fetched).
    */
-  async due(limit: number, busy: Set<string>): Promise<string[]> {
+  async due(limit: number, busy: { size: number; has(did: string): boolean }): Promise<string[]> {
     if (limit <= 0) return []
     const rows = await this.db
       .selectFrom('openplane_repo')
