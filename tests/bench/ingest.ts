@@ -109,6 +109,7 @@ async function measure(
   schema: string,
   run: (progress: () => number, start: () => void) => Promise<void>,
 ): Promise<SideResult> {
+  await checkpoint()
   // Nothing is decoded before the indexer starts reading (the decode threads count their
   // decoding, not their loading), so the counter is read here, before the clock.
   const decode0 = await decodeCpu()
@@ -148,6 +149,22 @@ async function measure(
     pgCpu: postgresCpu() - c.pg,
     replayCpu: processCpu(replay.proc.pid!) - c.replay,
     statements: statements.count() - c.statements,
+  }
+}
+
+/**
+ * Writes out what is dirty in Postgres' cache before a side starts: the side run first leaves
+ * its last pages dirty there, and the next one would pay their writes to evict them.
+ */
+async function checkpoint(): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL })
+  await client.connect()
+  try {
+    await client.query('checkpoint')
+  } catch (err) {
+    log(`no checkpoint between the sides (${(err as Error).message})`)
+  } finally {
+    await client.end()
   }
 }
 
