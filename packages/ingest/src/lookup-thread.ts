@@ -163,7 +163,7 @@ class Lookups implements LookupThread {
       return this.warmedHere.warm(dids)
     }
     this.schedule()
-    this.warming.push(...dids)
+    for (const did of dids) this.warming.push(did)
   }
 
   clearWarming(): void {
