@@ -59,4 +59,18 @@ describe('resolve queue', () => {
     await settle()
     expect(outcomes).toEqual(['failed'])
   })
+
+  it('keeps only what waits, however long it is never empty', async () => {
+    const { queue, finish, settle } = setup({ concurrency: 1, maxQueued: 100_000 })
+    let next = 1
+    queue.warm(['d0', 'd1'])
+    // Each lookup that finishes lets the next start while one more arrives: never empty.
+    for (let i = 0; i < 5000; i++) {
+      queue.warm([`d${++next}`])
+      finish.get(`d${i}`)!(true)
+      await settle()
+    }
+    expect(queue.held.waiting).toBe(1)
+    expect(queue.held.array).toBeLessThan(2100)
+  })
 })

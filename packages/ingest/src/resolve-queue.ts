@@ -40,7 +40,10 @@ export class ResolveQueue implements HandleWarmer {
   private readonly concurrency: number
   private readonly maxQueued: number
   private queue: string[] = []
-  /** The next DID of `queue` to start (the array is dropped once worked through). */
+  /**
+   * The next DID of `queue` to start. The array is dropped once worked through, and cut when
+   * most of it has been (a queue never empty for hours would otherwise keep every DID it held).
+   */
   private head = 0
   private inFlight = 0
 
@@ -86,5 +89,14 @@ export class ResolveQueue implements HandleWarmer {
         })
     }
     if (this.head === this.queue.length) this.clearWarming()
+    else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+      this.queue = this.queue.slice(this.head)
+      this.head = 0
+    }
+  }
+
+  /** DIDs waiting for a slot, and the length of the array holding them (for tests). */
+  get held(): { waiting: number; array: number } {
+    return { waiting: this.queue.length - this.head, array: this.queue.length }
   }
 }
