@@ -18,28 +18,30 @@ const lookups = lookupsHere(workerData as LookupSetup)
 // counted and reported with the next answers, or within a quarter of a second.
 let outgoing: LookupReply[] = []
 let prefetched: Partial<Record<PrefetchOutcome, number>> = {}
-let scheduled: 'now' | 'later' | undefined
+/** The flush that sends counts when no answer does. */
+let countsDue: NodeJS.Timeout | undefined
 let cpuMark = threadCpuSeconds()
 const flush = () => {
+  clearTimeout(countsDue)
+  countsDue = undefined
+  // An answer's flush may find what it was for sent already by the counts' timer.
+  if (!outgoing.length && !Object.keys(prefetched).length) return
   const now = threadCpuSeconds()
   const message: LookupReplies = { replies: outgoing, cpuSeconds: now - cpuMark, prefetched }
   cpuMark = now
   outgoing = []
   prefetched = {}
-  scheduled = undefined
   parentPort!.postMessage(message)
 }
 const answer = (reply: LookupReply) => {
-  if (scheduled !== 'now') setImmediate(flush)
-  scheduled = 'now'
+  if (!outgoing.length) setImmediate(flush)
   outgoing.push(reply)
 }
 const warmer = new ResolveQueue(
   (did) => lookups.resolveHandle(did, false),
   (outcome) => {
     prefetched[outcome] = (prefetched[outcome] ?? 0) + 1
-    if (!scheduled) setTimeout(() => scheduled === 'later' && flush(), 250).unref()
-    scheduled ??= 'later'
+    countsDue ??= setTimeout(flush, 250).unref()
   },
 )
 
