@@ -19,7 +19,7 @@
 // `/subscribe` serves (publish.ts).
 import type { Kysely } from 'kysely'
 import type { DatabaseSchema, TransactionThread } from '@openplane/db'
-import { childLogger, histogram } from '@openplane/telemetry'
+import { childLogger, flushTallies, histogram } from '@openplane/telemetry'
 import { earlyWork, PlanAhead } from './ahead.ts'
 import { Attempts } from './attempt.ts'
 import { CommittedRows, KEPT_ROWS } from './batch/committed-rows.ts'
@@ -393,6 +393,7 @@ export class Writer {
     this.kept.apply(outcome.committed)
     this.repos.apply(outcome.committed)
     for (const emit of outcome.pending) emit()
+    flushTallies()
     // Listeners follow live sources by cursor; the backfill has none.
     const committed = source === BACKFILL_SOURCE ? { source, cursor: 0 } : { source, cursor }
     for (const listener of this.listeners) {

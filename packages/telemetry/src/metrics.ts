@@ -1,6 +1,7 @@
 // One registry per process. Components ask for metrics by name, so several servers or indexers
 // in one process (tests, the embedded mode) share series instead of failing on re-registration.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { flushTallies } from './tally.ts'
 
 export const registry = new Registry()
 collectDefaultMetrics({ register: registry, prefix: 'openplane_' })
@@ -10,7 +11,11 @@ function getOrCreate<T>(name: string, make: () => T): T {
 }
 
 export function counter<L extends string>(name: string, help: string, labelNames: L[] = []) {
-  return getOrCreate(name, () => new Counter<L>({ name, help, labelNames, registers: [registry] }))
+  // Read, a counter first takes what tallies counted (tally.ts).
+  return getOrCreate(
+    name,
+    () => new Counter<L>({ name, help, labelNames, registers: [registry], collect: flushTallies }),
+  )
 }
 
 export function gauge<L extends string>(name: string, help: string, labelNames: L[] = []) {

@@ -10,7 +10,7 @@ import {
   type RowWrite,
   type TableName,
 } from '@openplane/plugins'
-import { childLogger, counter } from '@openplane/telemetry'
+import { childLogger, counter, Tally } from '@openplane/telemetry'
 import { refOf } from '../checks.ts'
 import type { CommitOp, IngestEvent } from '../events.ts'
 import type { Plan } from './plan.ts'
@@ -29,6 +29,9 @@ export const eventsTotal = counter(
   'Firehose events by type and outcome',
   ['type', 'outcome'],
 )
+/** The two counters' increments, one function per set of labels (counted per op and event). */
+const opCount = new Tally(opsTotal, ['collection', 'action', 'outcome'])
+const eventCount = new Tally(eventsTotal, ['type', 'outcome'])
 
 /** Network work done for a batch before its transaction. */
 export interface Prepared {
@@ -71,11 +74,11 @@ export function stepsFor(
       case 'commit':
         // The stock handles ops, not commits: a commit without ops leaves no trace.
         if (!evt.ops.length) break
-        for (const op of evt.ops) steps.push(opStep(evt, op))
-        steps.push(done(evt, (plan) => plan.seen.push(evt)))
+        for (const op of evt.ops) steps.push(new OpStep(evt, op))
+        steps.push(new Seen(evt))
         break
       case 'sync':
-        steps.push(done(evt, (plan) => plan.seen.push(evt)))
+        steps.push(new Seen(evt))
         break
       case 'identity': {
         const verified = handle?.handle ?? undefined
@@ -100,9 +103,27 @@ function done(evt: IngestEvent, run: (plan: Plan) => void): Step {
   return {
     run(plan) {
       run(plan)
-      plan.later.push(() => eventsTotal.inc({ type: evt.type, outcome: 'applied' }))
+      plan.later.push(eventCount.of(evt.type, 'applied'))
     },
     failed: eventFailed(evt),
+  }
+}
+
+/** A commit's or sync's last step: the repo's rev as it leaves it, and the event counted. */
+class Seen implements Step {
+  private readonly evt: Extract<IngestEvent, { type: 'commit' | 'sync' }>
+
+  constructor(evt: Extract<IngestEvent, { type: 'commit' | 'sync' }>) {
+    this.evt = evt
+  }
+
+  run(plan: Plan): void {
+    plan.seen.push(this.evt)
+    plan.later.push(eventCount.of(this.evt.type, 'applied'))
+  }
+
+  failed(plan: Plan, err: unknown): void {
+    eventFailed(this.evt)(plan, err)
   }
 }
 
@@ -117,8 +138,8 @@ function eventFailed(evt: IngestEvent) {
 function handleStep(did: string, handle: string | null, time: string): Step {
   return {
     reads({ state }) {
-      if (handle !== null) state.rows('actor', { handle })
-      state.rows('actor', { did })
+      if (handle !== null) state.note('actor', { handle })
+      state.note('actor', { did })
     },
     run({ state }) {
       if (handle !== null) {
@@ -162,69 +183,91 @@ function setUpstreamStatus(state: BatchState, did: string, upstreamStatus: strin
   state.update('actor', { did }, { upstreamStatus })
 }
 
-function opStep(evt: Commit, op: CommitOp): Step {
-  const ref = refOf(evt, op)
-  const uri = ref.uri
-  const plugin = pluginFor(op.collection)
-  const label = { collection: op.collection, action: op.action }
-  let parsed: { rec: unknown } | { err: unknown } | undefined
-  // Checked once, where the frame was decoded or here: planning may run the step again.
-  const parse = (p: NonNullable<typeof plugin>) =>
-    (parsed ??= op.checked
+/**
+ * A record op. A class, not an object of closures: a batch makes one per op, and the closures
+ * with their shared context were several allocations each.
+ */
+class OpStep implements Step {
+  private readonly evt: Commit
+  private readonly op: CommitOp
+  private readonly ref: RecordRef
+  private readonly plugin: RecordPlugin<unknown, TableName> | undefined
+  /** The collection as counted: `other` for one no plugin indexes. */
+  private readonly collection: string
+  private parsed: { rec: unknown } | { err: unknown } | undefined
+
+  constructor(evt: Commit, op: CommitOp) {
+    this.evt = evt
+    this.op = op
+    this.ref = refOf(evt, op)
+    this.plugin = pluginFor(op.collection)
+    this.collection = this.plugin ? op.collection : 'other'
+  }
+
+  /** Checked once, where the frame was decoded or here: planning may run the step again. */
+  private parse(p: RecordPlugin<unknown, TableName>): { rec: unknown } | { err: unknown } {
+    const { op, ref } = this
+    return (this.parsed ??= op.checked
       ? checkedAtDecode(op.record, op.checked)
       : parseOnce(() => {
           const rec = p.parse(op.record)
           p.check?.(ref, rec)
           return rec
         }))
-  return {
-    // Everything the step is known to read, its own rows included, noted before planning: the
-    // batch loads it in one round, and the steps then run once instead of missing first.
-    reads(plan) {
-      if (!plugin) return
-      try {
-        readsOfOp(plan.state, plugin, op, ref, () => parse(plugin))
-      } catch {
-        // Only a hint: whatever is wrong with the record, the step meets and reports it.
-      }
-    },
-    run(plan) {
-      if (!plugin) {
-        plan.later.push(() =>
-          opsTotal.inc({ collection: 'other', action: op.action, outcome: 'ignored' }),
-        )
-        return
-      }
-      if (op.action === 'delete') {
-        deleteRecord(plan, plugin, uri, parseRecord)
-        plan.applied.push({ kind: 'commit', evt, op })
-        plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
-        return
-      }
-      try {
-        const got = parse(plugin)
-        if ('err' in got) throw got.err
-        const rec = got.rec
-        if (op.action === 'create') createRecord(plan, plugin, ref, rec)
-        else updateRecord(plan, plugin, ref, rec)
-      } catch (err) {
-        // The record is dropped whole, `record` row included: the planner undoes the step.
-        if (err instanceof InvalidRecordError) throw new Dropped(err.message)
-        throw err
-      }
+  }
+
+  /**
+   * Everything the step is known to read, its own rows included, noted before planning: the
+   * batch loads it in one round, and the steps then run once instead of missing first.
+   */
+  reads(plan: Plan): void {
+    const plugin = this.plugin
+    if (!plugin) return
+    try {
+      readsOfOp(plan.state, plugin, this.op, this.ref, () => this.parse(plugin))
+    } catch {
+      // Only a hint: whatever is wrong with the record, the step meets and reports it.
+    }
+  }
+
+  run(plan: Plan): void {
+    const { evt, op, plugin, collection } = this
+    if (!plugin) {
+      plan.later.push(opCount.of(collection, op.action, 'ignored'))
+      return
+    }
+    if (op.action === 'delete') {
+      deleteRecord(plan, plugin, this.ref.uri, parseRecord)
       plan.applied.push({ kind: 'commit', evt, op })
-      plan.later.push(() => opsTotal.inc({ ...label, outcome: 'applied' }))
-    },
-    failed(plan, err) {
-      if (err instanceof Dropped) {
-        const reason = err.message
-        plan.later.push(() => opsTotal.inc({ ...label, outcome: 'invalid' }))
-        plan.later.push(() => log.warn({ uri, reason }, 'invalid record skipped'))
-        return
-      }
-      plan.later.push(() => opsTotal.inc({ ...label, outcome: 'error' }))
-      plan.later.push(() => log.error({ err, uri }, 'record skipped'))
-    },
+      plan.later.push(opCount.of(collection, op.action, 'applied'))
+      return
+    }
+    try {
+      const got = this.parse(plugin)
+      if ('err' in got) throw got.err
+      const rec = got.rec
+      if (op.action === 'create') createRecord(plan, plugin, this.ref, rec)
+      else updateRecord(plan, plugin, this.ref, rec)
+    } catch (err) {
+      // The record is dropped whole, `record` row included: the planner undoes the step.
+      if (err instanceof InvalidRecordError) throw new Dropped(err.message)
+      throw err
+    }
+    plan.applied.push({ kind: 'commit', evt, op })
+    plan.later.push(opCount.of(collection, op.action, 'applied'))
+  }
+
+  failed(plan: Plan, err: unknown): void {
+    const { op, collection } = this
+    const uri = this.ref.uri
+    if (err instanceof Dropped) {
+      const reason = err.message
+      plan.later.push(opCount.of(collection, op.action, 'invalid'))
+      plan.later.push(() => log.warn({ uri, reason }, 'invalid record skipped'))
+      return
+    }
+    plan.later.push(opCount.of(collection, op.action, 'error'))
+    plan.later.push(() => log.error({ err, uri }, 'record skipped'))
   }
 }
 
@@ -254,17 +297,17 @@ function readsOfOp(
   parse: () => { rec: unknown } | { err: unknown },
 ): void {
   const uri = ref.uri
-  state.rows('record', { uri })
+  state.note('record', { uri })
   if (op.action !== 'create') {
-    state.rows('duplicate_record', { uri })
+    state.note('duplicate_record', { uri })
     if (plugin.table) {
       // A delete promotes the oldest duplicate in the record's place.
       if (op.action === 'delete' && plugin.promoteDuplicateOnDelete !== false) {
-        state.rows('duplicate_record', { duplicateOf: uri })
+        state.note('duplicate_record', { duplicateOf: uri })
       }
-      state.rows(plugin.table, { uri })
+      state.note(plugin.table, { uri })
       for (const { table, where } of plugin.readsOnDelete?.(uri) ?? []) {
-        state.rows(table, where as Where)
+        state.note(table, where as Where)
       }
       if (plugin.unconditional)
         readsOf(state, plugin.unconditional.delete(readerOf(state), uri).rows)
@@ -275,12 +318,12 @@ function readsOfOp(
   if ('err' in got) return
   readsOf(state, plugin.unconditional?.create(ref, got.rec))
   for (const { table, where } of plugin.readsOnCreate?.(ref, got.rec) ?? []) {
-    state.rows(table, where as Where)
+    state.note(table, where as Where)
   }
   if (!plugin.table) return
-  state.rows(plugin.table, { uri })
+  state.note(plugin.table, { uri })
   if (plugin.findDuplicate) {
-    state.rows('duplicate_record', { uri })
+    state.note('duplicate_record', { uri })
     plugin.findDuplicate(readerOf(state), ref, got.rec)
   }
   readsOf(state, plugin.insertsOnCreate?.(ref, got.rec))
@@ -290,7 +333,7 @@ function readsOfOp(
 function readsOf(state: BatchState, rows: RowWrite[] | undefined): void {
   for (const row of rows ?? []) {
     if (row.kind === 'insert') state.readSlots(row.table, row.values as Row)
-    else state.rows(row.table, row.where as Where)
+    else state.note(row.table, row.where as Where)
   }
 }
 
