@@ -24,6 +24,11 @@ const restarts = counter(
 
 export interface FrameDecoder {
   decode(bytes: Uint8Array): Promise<FrameResult>
+  /**
+   * decode() with a callback, called once: for a caller taking thousands of frames a second,
+   * which then makes no promise per frame.
+   */
+  decodeInto(bytes: Uint8Array, done: (res: FrameResult) => void): void
   /** Resolves once its threads' imports have run (at once without threads). */
   started(): Promise<void>
   stop(): Promise<void>
@@ -60,15 +65,17 @@ export function createDecoder(opts: DecoderOptions): FrameDecoder {
     keyOf: keys && keyOfLookup(keys),
   }
   if (opts.workers <= 0) {
+    const decode = async (bytes: Uint8Array) => {
+      const started = performance.now()
+      const cpuBefore = threadCpuSeconds()
+      const res = await decodeChecked(bytes, frameOpts)
+      stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
+      decodeCpuSeconds.inc(threadCpuSeconds() - cpuBefore)
+      return res
+    }
     return {
-      async decode(bytes) {
-        const started = performance.now()
-        const cpuBefore = threadCpuSeconds()
-        const res = await decodeChecked(bytes, frameOpts)
-        stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
-        decodeCpuSeconds.inc(threadCpuSeconds() - cpuBefore)
-        return res
-      },
+      decode,
+      decodeInto: (bytes, done) => void decode(bytes).then(done, (err) => done(failedFrame(err))),
       started: async () => {},
       stop: async () => {},
     }
@@ -155,15 +162,20 @@ class WorkerDecoder implements FrameDecoder {
   }
 
   decode(bytes: Uint8Array): Promise<FrameResult> {
-    if (this.here) return decodeChecked(bytes, this.frameOpts)
-    return new Promise((resolve) => {
-      this.queue.push({ resolve, bytes })
-      if (this.queue.length >= PER_MESSAGE) this.send()
-      else if (!this.scheduled) {
-        this.scheduled = true
-        setImmediate(() => this.send())
-      }
-    })
+    return new Promise((resolve) => this.decodeInto(bytes, resolve))
+  }
+
+  decodeInto(bytes: Uint8Array, done: (res: FrameResult) => void): void {
+    if (this.here) {
+      void decodeChecked(bytes, this.frameOpts).then(done, (err) => done(failedFrame(err)))
+      return
+    }
+    this.queue.push({ resolve: done, bytes })
+    if (this.queue.length >= PER_MESSAGE) this.send()
+    else if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => this.send())
+    }
   }
 
   started(): Promise<void> {
@@ -252,7 +264,20 @@ class WorkerDecoder implements FrameDecoder {
   }
 
   private async decodeHere(sent: Sent): Promise<void> {
-    for (const w of sent.waiting) w.resolve(await decodeChecked(w.bytes, this.frameOpts))
+    for (const w of sent.waiting) {
+      w.resolve(await decodeChecked(w.bytes, this.frameOpts).catch(failedFrame))
+    }
+  }
+}
+
+/**
+ * A frame whose decoding threw (a bug: decoding reports bad input as `malformed` itself): skipped
+ * as malformed, so that the frames after it are still taken.
+ */
+export function failedFrame(err: unknown): FrameResult {
+  return {
+    kind: 'malformed',
+    reason: `decoding failed: ${err instanceof Error ? err.message : String(err)}`,
   }
 }
 

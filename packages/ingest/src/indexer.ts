@@ -6,10 +6,10 @@ import type { Kysely } from 'kysely'
 import type { IdResolver } from '@atproto/identity'
 import type { DatabaseSchema } from '@openplane/db'
 import type { IdentityOptions } from '@openplane/identity'
-import { childLogger, counter, gauge, throttle } from '@openplane/telemetry'
+import { childLogger, counter, gauge, Tally, throttle } from '@openplane/telemetry'
 import type { IngestEvent } from './events.ts'
 import type { KeyLookup } from './asked-keys.ts'
-import { createDecoder, type FrameDecoder } from './decoder.ts'
+import { createDecoder, failedFrame, type FrameDecoder } from './decoder.ts'
 import type { FrameResult } from './frames.ts'
 import { HeadProbe } from './head-probe.ts'
 import type { IdentityPrefetch } from './identity-prefetch.ts'
@@ -25,6 +25,8 @@ const BEHIND_WAIT_MS = 1000
 
 const log = childLogger('indexer')
 const frames = counter('openplane_firehose_frames_total', 'Firehose frames by outcome', ['outcome'])
+/** One frame of an event counted (the most common outcome, counted per frame: tally.ts). */
+const eventFrame = new Tally(frames, ['outcome']).of('event')
 const lagSeconds = gauge(
   'openplane_firehose_lag_seconds',
   'Now minus the last applied event time',
@@ -139,8 +141,15 @@ export class Indexer {
   private lastError: IndexerState['lastError']
   /** While Postgres is away each retry fails alike: one line per 10 s. */
   private readonly writeFailedLog = throttle(10_000)
-  private decoding: Promise<void> = Promise.resolve()
-  /** Frames received and not decoded yet. */
+  /**
+   * Frames in arrival order from `arrivedHead` on, each filled in once decoded: they decode in
+   * parallel (on workers) but are taken in arrival order, from the front as they are ready.
+   */
+  private arrived: ({ res: FrameResult | undefined } | undefined)[] = []
+  private arrivedHead = 0
+  /** Waiting for every frame received so far to be taken. */
+  private allTakenWaiters: (() => void)[] = []
+  /** Frames received and not taken yet. */
   private queued = 0
   private flushing: Promise<void> | undefined
   private timer: NodeJS.Timeout | undefined
@@ -164,7 +173,7 @@ export class Indexer {
       // last of them, or the relay would send them again and the index would see each twice
       // (out of order, which Sync 1.1 takes for a broken commit chain).
       cursor: async () => {
-        await this.decoding
+        await this.allTaken()
         return this.readSeq
       },
       onFrame: (bytes) => this.onFrame(bytes),
@@ -215,7 +224,7 @@ export class Indexer {
     this.probe?.stop()
     this.firehose.stop()
     clearTimeout(this.timer)
-    await this.decoding
+    await this.allTaken()
     await this.decoder.stop()
     // The write under way, then what is left (a batch's worth; the rest comes again from the
     // source, from the cursor).
@@ -275,18 +284,48 @@ export class Indexer {
   }
 
   private onFrame(bytes: Uint8Array): void {
-    // Frames decode in parallel (on workers) but are taken in arrival order.
     this.queued++
-    const decoded = this.decoder.decode(bytes)
-    this.decoding = this.decoding
-      .then(() => decoded)
-      .then((res) => this.take(res))
-      // A failure here must not break the chain: later frames still need taking.
-      .catch((err: unknown) => log.error({ err }, 'frame handling failed'))
-      .finally(() => {
-        this.queued--
-        this.firehose.resume()
-      })
+    const slot: { res: FrameResult | undefined } = { res: undefined }
+    this.arrived.push(slot)
+    // A callback, not a promise chain: one of those per frame, with its closures, was garbage
+    // the writer's thread collected thousands of times a second.
+    this.decoder.decodeInto(bytes, (res) => {
+      slot.res = res
+      this.takeArrived()
+    })
+  }
+
+  /** Takes the decoded frames at the front of the arrivals, in order. */
+  private takeArrived(): void {
+    const arrived = this.arrived
+    let head = this.arrivedHead
+    for (let slot = arrived[head]; slot?.res !== undefined; slot = arrived[head]) {
+      arrived[head++] = undefined
+      try {
+        this.take(slot.res)
+      } catch (err) {
+        // Later frames still need taking.
+        log.error({ err }, 'frame handling failed')
+      }
+      this.queued--
+      this.firehose.resume()
+    }
+    if (head === arrived.length) {
+      this.arrived = []
+      this.arrivedHead = 0
+      const waiters = this.allTakenWaiters
+      this.allTakenWaiters = []
+      for (const resolve of waiters) resolve()
+    } else if (head > 4096) {
+      this.arrived = arrived.slice(head)
+      this.arrivedHead = 0
+    } else this.arrivedHead = head
+  }
+
+  /** Resolves once every frame received so far is taken. */
+  private allTaken(): Promise<void> {
+    if (this.arrivedHead === this.arrived.length) return Promise.resolve()
+    return new Promise((resolve) => this.allTakenWaiters.push(resolve))
   }
 
   private take(res: FrameResult): void {
@@ -303,7 +342,7 @@ export class Indexer {
       }
     }
     if (res.kind === 'event') {
-      frames.inc({ outcome: 'event' })
+      eventFrame()
       if (res.dropped) {
         droppedOps.inc(res.dropped)
         log.warn(
@@ -409,14 +448,27 @@ export class Indexer {
 
 /** Jetstream messages are decoded and checked on this thread (JSON: no CAR, no hashing). */
 function jetstreamDecoder(): FrameDecoder {
+  const decode = (bytes: Uint8Array): FrameResult => {
+    const started = performance.now()
+    const res = decodeJetstream(bytes)
+    if (res.kind === 'event' && res.event.type === 'commit') checkRecords(res.event)
+    stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
+    return res
+  }
   return {
-    decode(bytes) {
-      const started = performance.now()
-      const res = decodeJetstream(bytes)
-      if (res.kind === 'event' && res.event.type === 'commit') checkRecords(res.event)
-      stageSeconds.inc({ stage: 'decode' }, (performance.now() - started) / 1000)
-      return Promise.resolve(res)
-    },
+    decode: (bytes) => Promise.resolve(decode(bytes)),
+    // Called later, as a worker's answer would be: frames are taken outside the socket's
+    // message handler, in a batch per turn of the event loop.
+    decodeInto: (bytes, done) =>
+      queueMicrotask(() => {
+        let res: FrameResult
+        try {
+          res = decode(bytes)
+        } catch (err) {
+          res = failedFrame(err)
+        }
+        done(res)
+      }),
     started: () => Promise.resolve(),
     stop: () => Promise.resolve(),
   }
