@@ -27,7 +27,7 @@ function insertPrimary(plan: Plan, plugin: AnyPlugin, ref: RecordRef, rec: unkno
  */
 function deletePrimary(plan: Plan, plugin: AnyPlugin, uri: string): Row | null {
   for (const { table, where } of plugin.readsOnDelete?.(uri) ?? [])
-    plan.state.rows(table, where as Where)
+    plan.state.note(table, where as Where)
   return plan.state.delete(plugin.table!, { uri })[0] ?? null
 }
 
@@ -59,7 +59,7 @@ export function createRecord(plan: Plan, plugin: AnyPlugin, ref: RecordRef, rec:
   if (!plugin.table) return
   // Where the record may turn out a duplicate, its duplicate_record key is read up front (see
   // deletePrimary): a batch of likes then loads it with the first reads.
-  if (plugin.findDuplicate) state.rows('duplicate_record', { uri: ref.uri })
+  if (plugin.findDuplicate) state.note('duplicate_record', { uri: ref.uri })
   const inserted = insertPrimary(plan, plugin, ref, rec)
   plan.applyRows(plugin.unconditional?.create(ref, rec))
   if (inserted) {
@@ -126,7 +126,7 @@ export function deleteRecord(
   if (!plugin.table) return
   const promote = plugin.promoteDuplicateOnDelete !== false
   // Read before the row is known, like deletePrimary's reads.
-  if (promote) state.rows('duplicate_record', { duplicateOf: uri })
+  if (promote) state.note('duplicate_record', { duplicateOf: uri })
   const deleted = deletePrimary(plan, plugin, uri)
   if (plugin.unconditional) plan.apply(plugin.unconditional.delete(reader(plan), uri))
   if (!deleted) return

@@ -109,14 +109,28 @@ export class BatchState {
   /** The rows of `table` matching `where` now (before the batch, changed by it). */
   rows(table: string, where: Where): Row[] {
     const ts = this.table(table)
-    const pk = ts.pk
     // The most common read: one row by a one-column primary key (a uri, a did).
-    if (pk.length === 1) {
-      const c = pk[0]!
-      let n = 0
-      for (const _ in where) n++
-      if (n === 1 && c in where) return this.byOneKey(ts, where[c]!, false)
+    if (byOnlyKey(ts.pk, where)) {
+      const row = this.oneByKey(ts, where[ts.pk[0]!]!, false)
+      return row ? [row] : NONE
     }
+    return this.rowsOf(ts, where)
+  }
+
+  /** The first row of `table` matching `where` now; by primary key, without an array. */
+  first(table: string, where: Where): Row | undefined {
+    const ts = this.table(table)
+    if (byOnlyKey(ts.pk, where)) return this.oneByKey(ts, where[ts.pk[0]!]!, false)
+    return this.rowsOf(ts, where)[0]
+  }
+
+  /** Reads what `rows` would, for what it misses (a hint before planning): answers nothing. */
+  note(table: string, where: Where): void {
+    this.first(table, where)
+  }
+
+  private rowsOf(ts: TableState, where: Where): Row[] {
+    const table = ts.name
     const shape = ts.shapeOf(where)
     const { columns } = shape
     const values = columns.map((c) => where[c]!)
@@ -161,12 +175,12 @@ export class BatchState {
     return this.unknownKey(ts, key, pkValues, alone)
   }
 
-  /** byKey for a one-column key, without an array of values unless it must be loaded. */
-  private byOneKey(ts: TableState, value: Value, alone: boolean): Row[] {
+  /** The row with this one-column primary key now, without an array unless it must be loaded. */
+  private oneByKey(ts: TableState, value: Value, alone: boolean): Row | undefined {
     const key = String(value)
     const row = ts.rowAt(key)
-    if (row !== undefined) return row ? [row] : NONE
-    return this.unknownKey(ts, key, [value], alone)
+    if (row !== undefined) return row ?? undefined
+    return this.unknownKey(ts, key, [value], alone)[0]
   }
 
   /** A key no layer knows yet: known absent (nothing), or a miss to load. */
@@ -177,20 +191,16 @@ export class BatchState {
     return this.miss(ts, ts.primaryShape, alone, pkValues)
   }
 
-  first(table: string, where: Where): Row | undefined {
-    return this.rows(table, where)[0]
-  }
-
   /**
    * The row with this one-column primary key now, for a reader that never walks up from it: if
    * it must be loaded, the rows above it (CHAINS) are not loaded with it.
    */
   alone(table: string, key: Value): Row | undefined {
-    return this.byOneKey(this.table(table), key, true)[0]
+    return this.oneByKey(this.table(table), key, true)
   }
 
   has(table: string, key: Where): boolean {
-    return this.rows(table, key).length > 0
+    return this.first(table, key) !== undefined
   }
 
   /**
@@ -240,9 +250,9 @@ export class BatchState {
     const pk = ts.pk
     const taken =
       pk.length === 1
-        ? this.byOneKey(ts, (values[pk[0]!] ?? null) as Value, false)
-        : this.rows(table, pick(values, pk))
-    if (taken.length) return null
+        ? this.oneByKey(ts, (values[pk[0]!] ?? null) as Value, false)
+        : this.first(table, pick(values, pk))
+    if (taken) return null
     for (const unique of ts.info.unique) {
       // A null never conflicts.
       if (unique.some((c) => values[c] == null)) continue
@@ -256,10 +266,10 @@ export class BatchState {
   /** Reads what insertIfFree would read to insert `values`, writing nothing (a hint). */
   readSlots(table: string, values: Row): void {
     const ts = this.table(table)
-    this.rows(table, pick(values, ts.pk))
+    this.note(table, pick(values, ts.pk))
     for (const unique of ts.info.unique) {
       const where = pick(values, unique)
-      if (!Object.values(where).some((v) => v === null)) this.rows(table, where)
+      if (!Object.values(where).some((v) => v === null)) this.note(table, where)
     }
   }
 
@@ -492,6 +502,14 @@ export class BatchState {
     misses.values.set(keyOf(values), values)
     return NONE
   }
+}
+
+/** Whether `where` names the one column of a one-column primary key, and nothing else. */
+function byOnlyKey(pk: readonly string[], where: Where): boolean {
+  if (pk.length !== 1) return false
+  let n = 0
+  for (const _ in where) if (++n > 1) return false
+  return pk[0]! in where
 }
 
 function pick(row: Row, columns: readonly string[]): Where {

@@ -21,6 +21,8 @@ export interface Misses {
 /** A lookup shape: the columns a read names, in one order. */
 export interface Shape {
   columns: string[]
+  /** The columns joined: how shapes of the same columns find each other. */
+  name: string
   /** Whether the columns are the primary key (then in its order). */
   primary: boolean
   /** Loaded lookups of this shape (not the primary key's): values' key → primary keys found. */
@@ -68,8 +70,14 @@ export class TableState {
     this.info = info
     this.pk = info.primary
     this.under = under
-    this.primaryShape = { columns: [...info.primary], primary: true, found: new Map() }
-    this.shapesByName.set(info.primary.join(','), this.primaryShape)
+    const pkName = info.primary.join(',')
+    this.primaryShape = {
+      columns: [...info.primary],
+      name: pkName,
+      primary: true,
+      found: new Map(),
+    }
+    this.shapesByName.set(pkName, this.primaryShape)
   }
 
   /**
@@ -92,7 +100,7 @@ export class TableState {
       const name = primary ? pk.join(',') : columns.join(',')
       shape = this.shapesByName.get(name)
       if (!shape) {
-        shape = { columns, primary: false, found: new Map() }
+        shape = { columns, name, primary: false, found: new Map() }
         this.shapesByName.set(name, shape)
       }
       node.shape = shape
@@ -157,11 +165,10 @@ export class TableState {
     const under = this.under
     if (!under) return undefined
     if (shape.primary) return under.primaryShape
-    const name = shape.columns.join(',')
-    let s = under.shapesByName.get(name)
+    let s = under.shapesByName.get(shape.name)
     if (!s) {
-      s = { columns: shape.columns, primary: false, found: new Map() }
-      under.shapesByName.set(name, s)
+      s = { columns: shape.columns, name: shape.name, primary: false, found: new Map() }
+      under.shapesByName.set(shape.name, s)
     }
     return s
   }
