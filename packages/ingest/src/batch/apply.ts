@@ -72,13 +72,21 @@ export async function applyWrites(db: Db, writes: Writes, schema: SchemaInfo): P
   }
   for (const [table, p] of plans) {
     const info = schema.get(table)!
-    // The columns a row gives, in the table's order; its key one character per column.
+    // The columns a row gives, in the table's order; its key a bit per column (a number, not a
+    // string built a character at a time for every row), or a string past a number's bits.
     const written = info.columns.filter((c) => !info.generated.has(c))
-    const shapeOf = (row: Row) => {
-      let key = ''
-      for (const c of written) key += row[c] === undefined ? '0' : '1'
-      return key
-    }
+    const shapeOf: (row: Row) => number | string =
+      written.length <= 52
+        ? (row: Row) => {
+            let key = 0
+            let bit = 1
+            for (const c of written) {
+              if (row[c] !== undefined) key += bit
+              bit *= 2
+            }
+            return key
+          }
+        : (row: Row) => written.map((c) => (row[c] === undefined ? '0' : '1')).join('')
     for (const rows of groupBy(p.inserted, shapeOf)) {
       const first = rows[0]!
       const columns = written.filter((c) => first[c] !== undefined)
@@ -170,8 +178,8 @@ function arrayOf(info: TableInfo, rows: Row[], column: string): RawBuilder<unkno
   return sql`${values}::${sql.raw(`${info.types.get(column) ?? 'text'}[]`)}`
 }
 
-function groupBy<T>(items: T[], keyOf: (item: T) => string): T[][] {
-  const groups = new Map<string, T[]>()
+function groupBy<T, K>(items: T[], keyOf: (item: T) => K): T[][] {
+  const groups = new Map<K, T[]>()
   for (const item of items) {
     const k = keyOf(item)
     let g = groups.get(k)
