@@ -44,5 +44,6 @@ describe('tally', () => {
   it('refuses values that do not match its label names', () => {
     const c = counter('test_tally_arity_total', 'test', ['a', 'b'])
     expect(() => new Tally(c, ['a', 'b']).of('x')).toThrow(/needs 2 values/)
+    expect(() => new Tally(c, [])).toThrow(/at least one label/)
   })
 })

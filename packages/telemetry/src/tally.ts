@@ -36,6 +36,8 @@ export class Tally<L extends string> {
   private readonly root: Node = new Map()
 
   constructor(counter: Counter<L>, names: readonly L[]) {
+    // A counter without labels needs no tally: its `inc` hashes nothing.
+    if (!names.length) throw new Error('a tally needs at least one label')
     this.counter = counter
     this.names = names
   }
