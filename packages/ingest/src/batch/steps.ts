@@ -75,10 +75,10 @@ export function stepsFor(
         // The stock handles ops, not commits: a commit without ops leaves no trace.
         if (!evt.ops.length) break
         for (const op of evt.ops) steps.push(new OpStep(evt, op))
-        steps.push(new Seen(evt))
+        steps.push(done(evt, (plan) => plan.seen.push(evt)))
         break
       case 'sync':
-        steps.push(new Seen(evt))
+        steps.push(done(evt, (plan) => plan.seen.push(evt)))
         break
       case 'identity': {
         const verified = handle?.handle ?? undefined
@@ -106,24 +106,6 @@ function done(evt: IngestEvent, run: (plan: Plan) => void): Step {
       plan.later.push(eventCount.of(evt.type, 'applied'))
     },
     failed: eventFailed(evt),
-  }
-}
-
-/** A commit's or sync's last step: the repo's rev as it leaves it, and the event counted. */
-class Seen implements Step {
-  private readonly evt: Extract<IngestEvent, { type: 'commit' | 'sync' }>
-
-  constructor(evt: Extract<IngestEvent, { type: 'commit' | 'sync' }>) {
-    this.evt = evt
-  }
-
-  run(plan: Plan): void {
-    plan.seen.push(this.evt)
-    plan.later.push(eventCount.of(this.evt.type, 'applied'))
-  }
-
-  failed(plan: Plan, err: unknown): void {
-    eventFailed(this.evt)(plan, err)
   }
 }
 
